@@ -1,0 +1,28 @@
+"""An example third-party thunder executor.
+
+It claims ``torch.relu`` and runs it as ``torch.clamp_min(a, 0)``. thunder finds it only through the
+``thunder.executors`` entry point declared in this package's ``pyproject.toml``; nothing in thunder
+names it. Ask for it by name::
+
+    jfn = thunder.jit(fn, executors=["example"])
+"""
+
+import torch
+
+import thunder.torch as ltorch
+from thunder.core.executor import OperatorExecutor
+
+__all__ = ["executor", "example_relu"]
+
+executor = OperatorExecutor("example", version="0.1")
+
+
+def _relu(a: torch.Tensor) -> torch.Tensor:
+    """Runs on real tensors when the compiled program executes."""
+    return torch.clamp_min(a, 0)
+
+
+# `like=` reuses the meta function (shape and dtype rules) of the symbol this operator stands in for.
+example_relu = executor.register_operator("example_relu", like=ltorch.relu, fn=_relu)
+# The checker gets the symbol's arguments; this executor takes every relu it is offered.
+executor.register_implementation(ltorch.relu, example_relu, checker=lambda a: True)

@@ -1,0 +1,86 @@
+"""nox sessions: one per package (that package and its declared thunder dependencies only), plus
+integration (regular installs), editable, lint and typecheck. `nox -l` lists them; README.md says more.
+
+torch is always pinned to the local CPU build: an unpinned torch pulls gigabytes of CUDA wheels. The
+thunder-* distributions are not on PyPI, so each session names every one it needs by path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+import tomllib
+
+ROOT = Path(__file__).parent
+TORCH = "torch==2.13.0"
+PYTHON = "3.11"
+# Same versions as the development environment, so the sessions and your editor agree.
+RUFF = "ruff==0.17.5"
+MYPY = "mypy==2.4.1"
+
+# distribution -> the thunder distributions it declares (ARCHITECTURE.md); paths are packages/<name>.
+PIECES = {
+    "thunder-core": [],
+    "thunder-interpreter": ["thunder-core"],
+    "thunder-executors": ["thunder-core"],
+    "thunder-dynamo": ["thunder-core", "thunder-interpreter"],
+}
+EXAMPLE_PLUGIN = "./examples/thunder-example-executor"
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = True
+
+
+def test_tools() -> list[str]:
+    """The meta package's `test` extra: one list of test dependencies for pip and nox alike."""
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        return tomllib.load(file)["project"]["optional-dependencies"]["test"]
+
+
+def piece_path(name: str) -> str:
+    return f"./packages/{name}"
+
+
+def piece_session(name: str) -> None:
+    def session_function(session: nox.Session) -> None:
+        # One pip command, so the declared thunder dependencies resolve to the local paths.
+        session.install(TORCH, piece_path(name), *map(piece_path, PIECES[name]), *test_tools())
+        session.run("pytest", f"packages/{name}/tests", *session.posargs)
+
+    needs = ", ".join(["torch", *PIECES[name]])
+    session_function.__doc__ = f"Install {name} with only {needs}, and run its tests."
+    nox.session(name=name.removeprefix("thunder-"), python=PYTHON)(session_function)
+
+
+for _piece in PIECES:
+    piece_session(_piece)
+
+
+@nox.session(python=PYTHON)
+def integration(session: nox.Session) -> None:
+    """Regular (non-editable) installs of all five distributions and the example plugin."""
+    session.install(TORCH, *map(piece_path, PIECES), ".[test]", EXAMPLE_PLUGIN, "hatchling")
+    session.run("pytest", "tests/integration", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def editable(session: nox.Session) -> None:
+    """The README's development install (everything editable), then the integration tests."""
+    session.install("-r", "requirements/dev.txt")
+    session.run("pytest", "tests/integration", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff: lint rules and formatting (config in pyproject.toml)."""
+    session.install(RUFF)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """mypy over every package's src/ (config in pyproject.toml)."""
+    session.install(MYPY, TORCH, "numpy")
+    session.run("mypy", *session.posargs)

@@ -1,0 +1,178 @@
+"""The compile pipeline behind ``thunder.jit``: frontend, transforms, executors, codegen, cache.
+
+A *frontend* turns a call into a prologue trace and a computation trace; the interpreter is the
+frontend of ``thunder.jit`` and FX graphs can be another. Everything after the frontend lives here.
+Each call first tries the cached entries' prologues (newest first); on a miss the call is traced and
+compiled, and a new entry is added.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from thunder.core.executor import Executor, resolve_executors
+from thunder.core.prologue import GuardFailure
+from thunder.core.trace import Trace
+from thunder.core.transforms.claim_executors import claim_executors
+from thunder.core.transforms.dce import dce
+from thunder.core.transforms.lifetimes import insert_deletes
+
+__all__ = [
+    "Frontend",
+    "FrontendResult",
+    "CompileData",
+    "CompileStats",
+    "CacheEntry",
+    "JittedFunction",
+    "jit",
+    "compile_computation",
+    "compile_data",
+    "compile_stats",
+]
+
+CACHE_OPTIONS = ("constant values", "no caching")
+
+
+@dataclass
+class FrontendResult:
+    prologue: Trace
+    computation: Trace
+    instructions: list = field(default_factory=list)  # what the interpreter ran, if it logs that
+
+
+class Frontend(Protocol):
+    def __call__(self, fn: Callable, args: tuple, kwargs: dict, compile_data: CompileData) -> FrontendResult: ...
+
+
+@dataclass
+class CompileData:
+    """What a jitted function was compiled with; ``thunder.compile_data`` returns it."""
+
+    fn: Callable
+    frontend: Frontend
+    executors: list[Executor]
+    cache_option: str = "constant values"
+    transforms: list[Callable[[Trace], Trace]] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    used_options: set[str] = field(default_factory=set)
+
+
+@dataclass
+class CacheEntry:
+    prologue: Callable
+    computation: Callable
+    prologue_traces: list[Trace]
+    computation_traces: list[Trace]
+
+
+@dataclass
+class CompileStats:
+    """Counters and the traces of the last compile; ``thunder.compile_stats`` returns it."""
+
+    cache_hits: int = 0
+    cache_misses: int = 0
+    last_traces: list[Trace] = field(default_factory=list)
+    last_prologue_traces: list[Trace] = field(default_factory=list)
+    last_interpreted_instructions: list = field(default_factory=list)
+    last_stage_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def compile_computation(trace: Trace, compile_data: CompileData, stats: CompileStats) -> list[Trace]:
+    """The computation trace through the transforms and executors; every intermediate trace is kept."""
+    traces = [trace]
+
+    def step(name: str, transform: Callable[[Trace], Trace]) -> None:
+        start = time.perf_counter()
+        traces.append(transform(traces[-1]))
+        stats.last_stage_seconds[name] = time.perf_counter() - start
+
+    for index, user_transform in enumerate(compile_data.transforms):
+        step(f"user transform {index}", user_transform)
+    step("dce", dce)
+    step("executors", functools.partial(claim_executors, executors=compile_data.executors))
+    step("dce after executors", dce)
+    step("lifetimes", insert_deletes)
+    return traces
+
+
+class JittedFunction:
+    """A compiled function: calls run a cached computation when its prologue accepts the inputs."""
+
+    def __init__(self, compile_data: CompileData):
+        self._compile_data = compile_data
+        self._compile_stats = CompileStats()
+        self._cache: list[CacheEntry] = []
+        functools.update_wrapper(self, compile_data.fn, updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for entry in reversed(self._cache):
+            try:
+                inputs = entry.prologue(*args, **kwargs)
+            except GuardFailure:
+                continue
+            self._compile_stats.cache_hits += 1
+            return entry.computation(*inputs)
+        entry = self._compile(args, kwargs)
+        return entry.computation(*entry.prologue(*args, **kwargs))
+
+    def _compile(self, args: tuple, kwargs: dict) -> CacheEntry:
+        data, stats = self._compile_data, self._compile_stats
+        stats.cache_misses += 1
+        start = time.perf_counter()
+        result = data.frontend(data.fn, args, kwargs, data)
+        stats.last_stage_seconds = {"frontend": time.perf_counter() - start}
+        computation_traces = compile_computation(result.computation, data, stats)
+        entry = CacheEntry(
+            prologue=result.prologue.python_callable(),
+            computation=computation_traces[-1].python_callable(),
+            prologue_traces=[result.prologue],
+            computation_traces=computation_traces,
+        )
+        stats.last_traces = computation_traces
+        stats.last_prologue_traces = entry.prologue_traces
+        stats.last_interpreted_instructions = result.instructions
+        if data.cache_option != "no caching":
+            self._cache.append(entry)
+        return entry
+
+
+def jit(
+    fn: Callable,
+    *,
+    frontend: Frontend,
+    executors: Sequence[str | Executor] | None = None,
+    cache: str = "constant values",
+    transforms: Sequence[Callable[[Trace], Trace]] = (),
+    **options: Any,
+) -> JittedFunction:
+    """Compile ``fn`` with ``frontend``; see ``thunder.jit`` for the user-facing description."""
+    if cache not in CACHE_OPTIONS:
+        raise ValueError(f"unknown cache option {cache!r}; choose one of {CACHE_OPTIONS}")
+    data = CompileData(
+        fn=fn,
+        frontend=frontend,
+        executors=resolve_executors(executors),
+        cache_option=cache,
+        transforms=list(transforms),
+        options=dict(options),
+    )
+    return JittedFunction(data)
+
+
+def _jitted(fn: Any) -> JittedFunction:
+    jitted = getattr(fn, "_thunder_jitted", fn)
+    if not isinstance(jitted, JittedFunction):
+        raise TypeError(f"{fn!r} is not a function or module compiled by thunder.jit")
+    return jitted
+
+
+def compile_data(fn: Any) -> CompileData:
+    return _jitted(fn)._compile_data
+
+
+def compile_stats(fn: Any) -> CompileStats:
+    return _jitted(fn)._compile_stats

@@ -1,0 +1,112 @@
+"""Prologues: the cheap function that decides whether a cached computation applies to a call.
+
+While a call is traced the frontend reports every value the computation depends on together with
+its source (``args[0].fc1.weight``, a global, a closure cell). The prologue built here fetches each
+again on later calls, checks tensors' metadata and Python values' equality, and returns the
+computation's inputs; any mismatch raises ``GuardFailure`` and the next cache entry is tried.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from thunder.core import dtypes
+from thunder.core.proxies import TensorProxy
+from thunder.core.sources import Source
+from thunder.core.symbol import RETURN, BoundSymbol, Symbol
+from thunder.core.trace import Trace, tracectx
+
+__all__ = ["GuardFailure", "PrologueBuilder", "check_tensor", "check_value"]
+
+
+class GuardFailure(Exception):
+    """The inputs of a call differ from those a cached computation was built for."""
+
+
+def check_tensor(t: Any, shape: tuple, device: torch.device, dtype: torch.dtype, requires_grad: bool) -> None:
+    if not (
+        isinstance(t, torch.Tensor)
+        and t.dtype is dtype
+        and t.shape == shape
+        and t.requires_grad is requires_grad
+        and t.device == device
+    ):
+        raise GuardFailure
+
+
+def check_value(value: Any, expected: Any) -> None:
+    if type(value) is not type(expected) or value != expected:
+        raise GuardFailure
+
+
+def _print_unpack(bound_symbol: BoundSymbol) -> list[str]:
+    (expression,) = bound_symbol.args
+    return [f"{bound_symbol.output.name} = {expression}"]
+
+
+def _print_check_value(bound_symbol: BoundSymbol) -> list[str]:
+    expression, expected = bound_symbol.args
+    return [f"check_value({expression}, {expected!r})"]
+
+
+UNPACK = Symbol(name="unpack", id="prologue.unpack", meta=lambda expression: None, printer=_print_unpack)
+CHECK_TENSOR = Symbol(name="check_tensor", id="prologue.check_tensor", meta=lambda *args: None, fn=check_tensor)
+CHECK_VALUE = Symbol(name="check_value", id="prologue.check_value", meta=lambda *args: None,
+                     printer=_print_check_value, fn=check_value)  # fmt: skip
+
+
+class PrologueBuilder:
+    """Collects what a computation depends on while it is traced, then prints the prologue."""
+
+    def __init__(self, computation: Trace):
+        self.computation = computation
+        self.prologue = Trace("prologue")
+        self.prologue.signature = "*args, **kwargs"
+        self.prologue.constants["check_value"] = check_value
+        self._tensors: dict[int, tuple[Any, TensorProxy]] = {}
+        self._guarded: set[str] = set()
+
+    def _constant_name(self, obj: Any) -> str:
+        for name, value in self.prologue.constants.items():
+            if value is obj:
+                return name
+        name = f"_source{len(self.prologue.constants)}"
+        self.prologue.constants[name] = obj
+        return name
+
+    def proxy_for(self, tensor: torch.Tensor) -> TensorProxy | None:
+        """The proxy already made for this tensor object, if any."""
+        known = self._tensors.get(id(tensor))
+        return known[1] if known is not None else None
+
+    def add_tensor(self, tensor: torch.Tensor, source: Source, name: str | None = None) -> TensorProxy:
+        """The computation input standing for ``tensor``, fetched and checked by the prologue."""
+        known = self.proxy_for(tensor)
+        if known is not None:
+            return known
+        with tracectx(self.computation):
+            proxy = TensorProxy.from_tensor(tensor, name=name)
+        self._tensors[id(tensor)] = (tensor, proxy)
+        self.computation.args.append(proxy)
+        with tracectx(self.prologue):
+            self.prologue.names.add(proxy.name)
+            expression = source.expression(self._constant_name)
+            self.prologue.record(BoundSymbol(UNPACK, (expression,), {}, proxy))
+            metadata = (proxy.shape, tensor.device, dtypes.to_torch_dtype(proxy.dtype), proxy.requires_grad)
+            self.prologue.record(BoundSymbol(CHECK_TENSOR, (proxy, *metadata)))
+        return proxy
+
+    def add_value_guard(self, value: Any, source: Source) -> None:
+        """Specialize on a Python value: the prologue checks it is equal on later calls."""
+        expression = source.expression(self._constant_name)
+        if expression in self._guarded:
+            return
+        self._guarded.add(expression)
+        self.prologue.record(BoundSymbol(CHECK_VALUE, (expression, value)))
+
+    def finish(self) -> Trace:
+        self.prologue.record(BoundSymbol(RETURN, (list(self.computation.args),)))
+        self.prologue.header = "Prologue: fetches and checks the computation's inputs"
+        return self.prologue

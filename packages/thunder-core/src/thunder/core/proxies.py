@@ -1,0 +1,214 @@
+"""Proxies: the values a trace computes with. They carry metadata only, never data.
+
+A ``TensorProxy`` stands for a tensor while a program is traced: it knows its shape, dtype,
+device and whether it requires grad, and it behaves like a ``torch.Tensor`` towards user code
+(operators, methods, ``.shape``, ``.dtype``) by recording torch-language symbols into the trace
+being built. Methods come from a table that the torch language fills (``register_tensor_method``),
+so that this module stays independent of the language.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+
+from thunder.core import devices, dtypes
+from thunder.core.trace import get_tracectx
+
+__all__ = ["Proxy", "TensorProxy", "register_tensor_method", "tensor_method", "is_proxy"]
+
+
+class Proxy:
+    """Abstract: a named value in a trace."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str | None = None, prefix: str = "t"):
+        trace = get_tracectx()
+        if trace is None:
+            if name is None:
+                raise RuntimeError("a proxy needs a name or a trace to take one from")
+            self.name = name
+        else:
+            self.name = trace.add_name(name) if name is not None else trace.make_name(prefix)
+
+    def type_comment(self) -> str:
+        raise NotImplementedError
+
+
+def is_proxy(x: Any) -> bool:
+    return isinstance(x, Proxy)
+
+
+_tensor_methods: dict[str, Callable] = {}
+
+
+def register_tensor_method(name: str, fn: Callable) -> None:
+    """Make ``proxy.<name>(...)`` call ``fn(proxy, ...)``; the torch language registers its methods here."""
+    _tensor_methods[name] = fn
+
+
+def tensor_method(name: str) -> Callable:
+    try:
+        return _tensor_methods[name]
+    except KeyError:
+        raise NotImplementedError(f"thunder does not support the tensor method or operator {name!r}") from None
+
+
+def _inplace_not_supported(opname: str) -> Callable:
+    def method(self: TensorProxy, other: Any) -> TensorProxy:
+        raise NotImplementedError(
+            f"in-place operator {opname} on a tensor is not supported by thunder yet; "
+            f"write the out-of-place form (x = x {opname[:-1]} y) if the tensor is not shared"
+        )
+
+    return method
+
+
+def _binary(name: str, reflected: bool = False) -> Callable:
+    if reflected:
+        return lambda self, other: tensor_method(name)(other, self)
+    return lambda self, other: tensor_method(name)(self, other)
+
+
+def _unary(name: str) -> Callable:
+    return lambda self: tensor_method(name)(self)
+
+
+class TensorProxy(Proxy):
+    """A tensor in a trace: shape, dtype, device and requires_grad, and no data."""
+
+    __slots__ = ("shape", "dtype", "device", "requires_grad")
+
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        shape: Sequence[int],
+        dtype: Any,
+        device: Any,
+        requires_grad: bool = False,
+    ):
+        super().__init__(name)
+        self.shape: tuple[int, ...] = tuple(int(s) for s in shape)
+        self.dtype: dtypes.dtype = dtypes.to_dtype(dtype)
+        self.device: devices.Device = devices.to_device(device)
+        self.requires_grad: bool = bool(requires_grad)
+
+    @classmethod
+    def from_tensor(cls, tensor: torch.Tensor, name: str | None = None) -> TensorProxy:
+        return cls(
+            name,
+            shape=tensor.shape,
+            dtype=tensor.dtype,
+            device=tensor.device,
+            requires_grad=tensor.requires_grad,
+        )
+
+    def replace(self, **changes: Any) -> TensorProxy:
+        """A new proxy (with a new name) that is like this one except for ``changes``."""
+        fields = dict(shape=self.shape, dtype=self.dtype, device=self.device, requires_grad=self.requires_grad)
+        fields.update(changes)
+        return TensorProxy(**fields)
+
+    def type_comment(self) -> str:
+        return f'"{self.device} {self.dtype.short_name}{list(self.shape)}"'
+
+    def __repr__(self) -> str:
+        return f"<TensorProxy {self.name}: {self.type_comment()}>"
+
+    # metadata, answered without recording anything
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return self.shape
+        return self.shape[dim]
+
+    def numel(self) -> int:
+        return functools.reduce(lambda a, b: a * b, self.shape, 1)
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[TensorProxy]:
+        return iter(tensor_method("unbind")(self, 0))
+
+    def __bool__(self) -> bool:
+        raise NotImplementedError(
+            f"the truth value of tensor {self.name} depends on its data, which thunder does not see while "
+            "tracing (data-dependent control flow); compute it outside the compiled function"
+        )
+
+    def item(self) -> Any:
+        raise NotImplementedError(
+            f"{self.name}.item() reads a tensor's data, which thunder does not see while tracing"
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return functools.partial(tensor_method(name), self)
+
+    __hash__ = Proxy.__hash__
+    __add__, __radd__ = _binary("add"), _binary("add", reflected=True)
+    __sub__, __rsub__ = _binary("sub"), _binary("sub", reflected=True)
+    __mul__, __rmul__ = _binary("mul"), _binary("mul", reflected=True)
+    __truediv__, __rtruediv__ = _binary("true_divide"), _binary("true_divide", reflected=True)
+    __floordiv__, __rfloordiv__ = _binary("floor_divide"), _binary("floor_divide", reflected=True)
+    __mod__, __rmod__ = _binary("remainder"), _binary("remainder", reflected=True)
+    __pow__, __rpow__ = _binary("pow"), _binary("pow", reflected=True)
+    __matmul__, __rmatmul__ = _binary("matmul"), _binary("matmul", reflected=True)
+    __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", reflected=True)
+    __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", reflected=True)
+    __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", reflected=True)
+    __eq__, __ne__ = _binary("eq"), _binary("ne")  # type: ignore[assignment]
+    __lt__, __le__ = _binary("lt"), _binary("le")
+    __gt__, __ge__ = _binary("gt"), _binary("ge")
+    __neg__, __pos__ = _unary("neg"), _unary("positive")
+    __abs__, __invert__ = _unary("abs"), _unary("bitwise_not")
+
+    def __getitem__(self, key: Any) -> TensorProxy:
+        return tensor_method("getitem")(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise NotImplementedError("assigning into a tensor (x[...] = v) is not supported by thunder yet")
+
+    @property
+    def T(self) -> TensorProxy:  # noqa: N802 -- torch's name
+        return tensor_method("T")(self)
+
+    @property
+    def mT(self) -> TensorProxy:  # noqa: N802 -- torch's name
+        return tensor_method("mT")(self)
+
+
+_INPLACE_OPERATORS = {
+    "iadd": "+=", "isub": "-=", "imul": "*=", "itruediv": "/=", "ifloordiv": "//=", "imod": "%=",
+    "ipow": "**=", "imatmul": "@=", "iand": "&=", "ior": "|=", "ixor": "^=",
+}  # fmt: skip
+for _name, _operator in _INPLACE_OPERATORS.items():
+    setattr(TensorProxy, f"__{_name}__", _inplace_not_supported(_operator))

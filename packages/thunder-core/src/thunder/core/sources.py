@@ -1,0 +1,120 @@
+"""Where a value seen during tracing came from, so that a prologue can fetch and check it again.
+
+The frontend records a *source* for every value it reads from outside the traced call's own
+locals: the call's arguments, the function's globals and closure cells, and attributes or items
+of values that already have a source. The prologue replays the source as Python on each call
+(``args[0].fc1.weight``) and checks what the computation assumed about the value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Source",
+    "ArgumentSource",
+    "KeywordSource",
+    "GlobalSource",
+    "ClosureSource",
+    "AttributeSource",
+    "ItemSource",
+    "ConstantSource",
+]
+
+
+class Source:
+    """Abstract: a path from the call's roots (arguments, globals, closures) to a value."""
+
+    def expression(self, constant_name: Any) -> str:
+        """Python that fetches the value inside a prologue taking ``(args, kwargs)``.
+
+        ``constant_name(obj)`` returns the name under which the prologue can refer to a Python
+        object it was built with (a globals dict, a function whose closure is read).
+        """
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """A short description for error messages: ``args[0].fc1.weight``."""
+        return self.expression(lambda obj: f"<{type(obj).__name__}>")
+
+
+@dataclass(frozen=True, eq=False)
+class ArgumentSource(Source):
+    index: int
+
+    def expression(self, constant_name: Any) -> str:
+        return f"args[{self.index}]"
+
+
+@dataclass(frozen=True, eq=False)
+class KeywordSource(Source):
+    name: str
+
+    def expression(self, constant_name: Any) -> str:
+        return f"kwargs[{self.name!r}]"
+
+
+@dataclass(frozen=True, eq=False)
+class GlobalSource(Source):
+    globals_dict: dict
+    name: str
+
+    def expression(self, constant_name: Any) -> str:
+        return f"{constant_name(self.globals_dict)}[{self.name!r}]"
+
+    def describe(self) -> str:
+        module = self.globals_dict.get("__name__", "?")
+        return f"global {module}.{self.name}"
+
+
+@dataclass(frozen=True, eq=False)
+class ClosureSource(Source):
+    function: Any
+    index: int
+
+    def expression(self, constant_name: Any) -> str:
+        return f"{constant_name(self.function)}.__closure__[{self.index}].cell_contents"
+
+    def describe(self) -> str:
+        name = self.function.__code__.co_freevars[self.index]
+        return f"closure variable {name!r} of {self.function.__qualname__}"
+
+
+@dataclass(frozen=True, eq=False)
+class AttributeSource(Source):
+    base: Source
+    name: str
+
+    def expression(self, constant_name: Any) -> str:
+        base = self.base.expression(constant_name)
+        return f"{base}.{self.name}" if self.name.isidentifier() else f"getattr({base}, {self.name!r})"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}.{self.name}"
+
+
+@dataclass(frozen=True, eq=False)
+class ItemSource(Source):
+    base: Source
+    key: Any  # an int, str or other constant usable as a literal
+
+    def expression(self, constant_name: Any) -> str:
+        return f"{self.base.expression(constant_name)}[{self.key!r}]"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}[{self.key!r}]"
+
+
+@dataclass(frozen=True, eq=False)
+class ConstantSource(Source):
+    """A value the prologue holds itself (a module the compiled function was built for)."""
+
+    value: Any
+    label: str = "constant"
+
+    def expression(self, constant_name: Any) -> str:
+        return constant_name(self.value)
+
+    def describe(self) -> str:
+        return self.label

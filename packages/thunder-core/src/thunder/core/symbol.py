@@ -1,0 +1,137 @@
+"""Symbols (operations) and bound symbols (one call of an operation, recorded in a trace).
+
+A ``Symbol`` is either a leaf (a prim or an executor's operator: its ``meta`` computes output
+proxies from input proxies) or a composite (a torch-language function: its ``decomposition`` is
+traced, and the symbols it calls become the bound symbol's ``subsymbols``). Decomposing a symbol
+that no executor claims is therefore just replacing it by its subsymbols.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.trace import get_tracectx
+
+__all__ = ["Symbol", "BoundSymbol", "RETURN", "DEL", "make_prim", "make_composite"]
+
+
+@dataclass(frozen=True, eq=False)
+class Symbol:
+    """An operation that can appear in a trace.
+
+    ``module`` is what the printed call is prefixed with (``prims``, ``ltorch``,
+    ``torch.nn.functional``); ``fn`` is the callable that runs when an execution trace calls an
+    executor's operator; ``tags`` name the families it belongs to (``elementwise``, ``reduction``).
+    """
+
+    name: str
+    id: str
+    meta: Callable | None = None
+    decomposition: Callable | None = None
+    module: str | None = None
+    fn: Callable | None = None
+    executor: Any = None
+    printer: Callable[[BoundSymbol], list[str]] | None = None
+    tags: frozenset[str] = frozenset()
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.decomposition is None
+
+    @property
+    def call_name(self) -> str:
+        return f"{self.module}.{self.name}" if self.module else self.name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        trace = get_tracectx()
+        if trace is None:
+            raise RuntimeError(f"{self.id} records into a trace and can only be called while tracing")
+        if trace.tensor_adopter is not None:
+            args, kwargs = tree_map(_adopter(trace.tensor_adopter), (args, kwargs))
+        if self.is_leaf:
+            assert self.meta is not None, f"{self.id} has neither a meta nor a decomposition"
+            output = self.meta(*args, **kwargs)
+            subsymbols: tuple[BoundSymbol, ...] = ()
+        else:
+            assert self.decomposition is not None
+            with trace.subscope() as scope:
+                output = self.decomposition(*args, **kwargs)
+            subsymbols = tuple(scope)
+        trace.record(BoundSymbol(self, args, kwargs, output, subsymbols))
+        return output
+
+    def __repr__(self) -> str:
+        return f"<Symbol {self.id}>"
+
+
+def _adopter(adopt: Callable[[Any], Proxy]) -> Callable[[Any], Any]:
+    return lambda x: adopt(x) if isinstance(x, torch.Tensor) else x
+
+
+@dataclass(frozen=True, eq=False)
+class BoundSymbol:
+    """One call of a symbol: its arguments (proxies and Python values), output and decomposition."""
+
+    symbol: Symbol
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    output: Any = None
+    subsymbols: tuple[BoundSymbol, ...] = ()
+
+    def proxy_args(self) -> list[Proxy]:
+        """The proxies this call reads, in order, each once."""
+        return _unique_proxies(tree_leaves((self.args, self.kwargs)))
+
+    def proxy_outputs(self) -> list[Proxy]:
+        return _unique_proxies(tree_leaves(self.output))
+
+    def replace(self, **changes: Any) -> BoundSymbol:
+        return dataclasses.replace(self, **changes)
+
+
+def _unique_proxies(values: list[Any]) -> list[Proxy]:
+    seen: dict[str, Proxy] = {}
+    for value in values:
+        if isinstance(value, Proxy) and value.name not in seen:
+            seen[value.name] = value
+    return list(seen.values())
+
+
+def make_prim(name: str, meta: Callable, *, tags: frozenset[str] = frozenset()) -> Symbol:
+    """A primitive: a leaf of the torch language that every executor must be able to run."""
+    return Symbol(name=name, id=f"prims.{name}", meta=meta, module="prims", tags=tags)
+
+
+def make_composite(
+    name: str, decomposition: Callable, *, module: str = "ltorch", tags: frozenset[str] = frozenset()
+) -> Symbol:
+    """A symbol defined by the symbols its decomposition calls."""
+    return Symbol(name=name, id=f"{module}.{name}", decomposition=decomposition, module=module, tags=tags)
+
+
+def _print_return(bound_symbol: BoundSymbol) -> list[str]:
+    from thunder.core.codegen import value_to_python
+
+    return [f"return {value_to_python(bound_symbol.args[0])}"]
+
+
+def _print_del(bound_symbol: BoundSymbol) -> list[str]:
+    return [f"del [{', '.join(proxy.name for proxy in bound_symbol.args)}]"]
+
+
+def _return_meta(value: Any) -> None:
+    return None
+
+
+RETURN = Symbol(name="return", id="thunder.return", meta=_return_meta, printer=_print_return)
+DEL = Symbol(name="del", id="thunder.del", meta=lambda *proxies: None, printer=_print_del)
+
+# A proxy is never mutated; TensorProxy is re-exported here for the convenience of metas.
+__all__ += ["TensorProxy"]

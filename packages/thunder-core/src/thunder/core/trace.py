@@ -1,0 +1,135 @@
+"""Traces: flat programs of bound symbols that print as Python functions.
+
+A trace owns the names of its proxies, a list of bound symbols and the signature of the function
+it prints as. Transforms never edit a trace in place: they build a new one with ``from_trace`` and
+set its ``header`` to say what made it, so that every step of a compile stays printable.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from thunder.core.proxies import Proxy
+    from thunder.core.symbol import BoundSymbol
+
+__all__ = ["Trace", "from_trace", "get_tracectx", "tracectx"]
+
+_local = threading.local()
+
+RESERVED_NAMES = frozenset({"torch", "prims", "ltorch", "dtypes", "devices", "operator", "thunder", "args", "kwargs"})
+
+
+def get_tracectx() -> Trace | None:
+    """The trace that symbols called now record into, if any."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+@contextmanager
+def tracectx(trace: Trace) -> Iterator[Trace]:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    stack.append(trace)
+    try:
+        yield trace
+    finally:
+        stack.pop()
+
+
+class Trace:
+    """A program under construction or finished: its signature, bound symbols and names."""
+
+    def __init__(self, name: str = "computation"):
+        self.name = name
+        self.args: list[Proxy] = []
+        self.bound_symbols: list[BoundSymbol] = []
+        self.header = ""
+        self.decorators: list[str] = []
+        # Names the printed program imports are never given to proxies.
+        self.names: set[str] = set(RESERVED_NAMES)
+        self._name_counter = 0
+        self._scopes: list[list[BoundSymbol]] = [self.bound_symbols]
+        # Called with a real torch.Tensor met while tracing; returns its proxy (set by the frontend).
+        self.tensor_adopter: Callable[[Any], Proxy] | None = None
+        self.constants: dict[str, Any] = {}  # Python objects the printed program refers to by name
+        self.signature: str | None = None  # the parameter list when it is not ``trace.args``
+        self._python_callable: Callable | None = None
+
+    # names
+    def make_name(self, prefix: str = "t") -> str:
+        while True:
+            name = f"{prefix}{self._name_counter}"
+            self._name_counter += 1
+            if name not in self.names:
+                self.names.add(name)
+                return name
+
+    def add_name(self, name: str) -> str:
+        """Reserve ``name``, or a variant of it if it is taken; returns the reserved name."""
+        candidate, suffix = name, 0
+        while candidate in self.names:
+            suffix += 1
+            candidate = f"{name}_{suffix}"
+        self.names.add(candidate)
+        return candidate
+
+    # recording
+    def record(self, bound_symbol: BoundSymbol) -> None:
+        self._scopes[-1].append(bound_symbol)
+
+    @contextmanager
+    def subscope(self) -> Iterator[list[BoundSymbol]]:
+        """Bound symbols recorded inside go to the returned list instead of the current scope."""
+        scope: list[BoundSymbol] = []
+        self._scopes.append(scope)
+        try:
+            yield scope
+        finally:
+            self._scopes.pop()
+
+    @property
+    def output(self) -> Any:
+        from thunder.core.symbol import RETURN
+
+        for bound_symbol in reversed(self.bound_symbols):
+            if bound_symbol.symbol is RETURN:
+                return bound_symbol.args[0]
+        return None
+
+    # printing and running
+    def python(self) -> str:
+        from thunder.core.codegen import trace_to_python
+
+        return trace_to_python(self)
+
+    def python_callable(self) -> Callable:
+        """The trace compiled into a Python function (compiled once, then reused)."""
+        if self._python_callable is None:
+            from thunder.core.codegen import compile_trace
+
+            self._python_callable = compile_trace(self)
+        return self._python_callable
+
+    def __str__(self) -> str:
+        return self.python()
+
+    def __repr__(self) -> str:
+        return f"<Trace {self.name}: {len(self.bound_symbols)} bound symbols>"
+
+
+def from_trace(trace: Trace, header: str = "") -> Trace:
+    """A new, empty trace with the signature and the names of ``trace``: transforms start here."""
+    new = Trace(trace.name)
+    new.args = list(trace.args)
+    new.names = set(trace.names)
+    new._name_counter = trace._name_counter
+    new.decorators = list(trace.decorators)
+    new.header = header
+    new.signature = trace.signature
+    new.constants = dict(trace.constants)
+    return new

@@ -1,0 +1,37 @@
+"""Small helpers that several transforms share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from thunder.core.proxies import Proxy
+from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.symbol import BoundSymbol
+
+
+def rename_outputs(bound_symbols: list[BoundSymbol], produced: Any, wanted: Any) -> list[BoundSymbol]:
+    """Make ``bound_symbols``, which compute ``produced``, bind the proxies of ``wanted`` instead.
+
+    A lowering traces new bound symbols whose outputs are fresh proxies; the rest of the trace
+    refers to the original outputs, so the fresh names are substituted by the original ones.
+    """
+    renames: dict[str, Proxy] = {}
+    for new, old in zip(tree_leaves(produced), tree_leaves(wanted)):
+        if isinstance(new, Proxy) and isinstance(old, Proxy):
+            renames[new.name] = old
+    return [substitute(b, renames) for b in bound_symbols]
+
+
+def substitute(bound_symbol: BoundSymbol, renames: dict[str, Proxy]) -> BoundSymbol:
+    if not renames:
+        return bound_symbol
+
+    def swap(x: Any) -> Any:
+        return renames.get(x.name, x) if isinstance(x, Proxy) else x
+
+    return bound_symbol.replace(
+        args=tree_map(swap, bound_symbol.args),
+        kwargs=tree_map(swap, bound_symbol.kwargs),
+        output=tree_map(swap, bound_symbol.output),
+        subsymbols=tuple(substitute(s, renames) for s in bound_symbol.subsymbols),
+    )

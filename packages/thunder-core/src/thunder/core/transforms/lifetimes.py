@@ -1,0 +1,32 @@
+"""Free intermediates at their last use by inserting ``del [t0, ...]`` statements."""
+
+from __future__ import annotations
+
+from thunder.core.proxies import Proxy
+from thunder.core.symbol import DEL, RETURN, BoundSymbol
+from thunder.core.trace import Trace, from_trace
+
+__all__ = ["insert_deletes"]
+
+
+def insert_deletes(trace: Trace) -> Trace:
+    """Delete each proxy after the bound symbol that uses it last (inputs and outputs stay)."""
+    keep = {p.name for p in trace.args}
+    last_use: dict[str, int] = {}
+    for index, bound_symbol in enumerate(trace.bound_symbols):
+        if bound_symbol.symbol is RETURN:
+            keep.update(p.name for p in bound_symbol.proxy_args())
+            continue
+        for proxy in bound_symbol.proxy_args() + bound_symbol.proxy_outputs():
+            last_use[proxy.name] = index
+    dying: dict[int, dict[str, Proxy]] = {}
+    for index, bound_symbol in enumerate(trace.bound_symbols):
+        for proxy in bound_symbol.proxy_args() + bound_symbol.proxy_outputs():
+            if last_use.get(proxy.name) == index and proxy.name not in keep:
+                dying.setdefault(index, {})[proxy.name] = proxy
+    new = from_trace(trace, "Delete last used")
+    for index, bound_symbol in enumerate(trace.bound_symbols):
+        new.bound_symbols.append(bound_symbol)
+        if dying.get(index):
+            new.bound_symbols.append(BoundSymbol(DEL, tuple(dying[index][name] for name in sorted(dying[index]))))
+    return new

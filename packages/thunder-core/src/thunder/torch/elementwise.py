@@ -1,0 +1,154 @@
+"""Elementwise torch ops: each is broadcasting, type promotion and one prim."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from thunder.core import dtypes, prims
+from thunder.core.promotion import PromotionKind, elementwise_dtypes
+from thunder.core.symbol import Symbol
+from thunder.torch.registry import torchsymbol
+from thunder.torch.utils import broadcast, to_dtype
+
+DEFAULT, INT_TO_FLOAT, ALWAYS_BOOL = PromotionKind.DEFAULT, PromotionKind.INT_TO_FLOAT, PromotionKind.ALWAYS_BOOL
+ELEMENTWISE = frozenset({"elementwise"})
+
+
+def apply_elementwise(prim: Symbol, *args: Any, kind: PromotionKind) -> Any:
+    computation_dtype, result_dtype = elementwise_dtypes(*args, kind=kind)
+    inputs = [to_dtype(a, computation_dtype) for a in broadcast(*args)]
+    return to_dtype(prim(*inputs), result_dtype)
+
+
+def _unary(prim: Symbol, kind: PromotionKind = DEFAULT) -> Callable[[Any], Any]:
+    def op(a: Any) -> Any:
+        return apply_elementwise(prim, a, kind=kind)
+
+    op.__name__ = prim.name
+    return op
+
+
+def _binary(prim: Symbol, kind: PromotionKind = DEFAULT) -> Callable[[Any, Any], Any]:
+    def op(a: Any, b: Any) -> Any:
+        return apply_elementwise(prim, a, b, kind=kind)
+
+    op.__name__ = prim.name
+    return op
+
+
+def _register(name: str, op: Callable, *, torch_fns: tuple = (), method: bool = True) -> Symbol:
+    fns = torch_fns or tuple(f for f in (getattr(torch, name, None), getattr(torch.Tensor, name, None)) if f)
+    return torchsymbol(*fns, method=name if method else (), name=name, tags=ELEMENTWISE)(op)
+
+
+# unary: the torch name, the prim, the promotion kind
+_UNARY = [
+    ("neg", prims.neg, DEFAULT), ("exp", prims.exp, INT_TO_FLOAT), ("exp2", prims.exp2, INT_TO_FLOAT),
+    ("expm1", prims.expm1, INT_TO_FLOAT), ("log", prims.log, INT_TO_FLOAT), ("log1p", prims.log1p, INT_TO_FLOAT),
+    ("log2", prims.log2, INT_TO_FLOAT), ("sin", prims.sin, INT_TO_FLOAT), ("cos", prims.cos, INT_TO_FLOAT),
+    ("tan", prims.tan, INT_TO_FLOAT), ("tanh", prims.tanh, INT_TO_FLOAT), ("sinh", prims.sinh, INT_TO_FLOAT),
+    ("cosh", prims.cosh, INT_TO_FLOAT), ("asin", prims.asin, INT_TO_FLOAT), ("acos", prims.acos, INT_TO_FLOAT),
+    ("atan", prims.atan, INT_TO_FLOAT), ("sqrt", prims.sqrt, INT_TO_FLOAT), ("rsqrt", prims.rsqrt, INT_TO_FLOAT),
+    ("reciprocal", prims.reciprocal, INT_TO_FLOAT), ("erf", prims.erf, INT_TO_FLOAT),
+    ("erfc", prims.erfc, INT_TO_FLOAT), ("sigmoid", prims.sigmoid, INT_TO_FLOAT), ("sign", prims.sign, DEFAULT),
+    ("floor", prims.floor, DEFAULT), ("ceil", prims.ceil, DEFAULT), ("round", prims.round, DEFAULT),
+    ("trunc", prims.trunc, DEFAULT), ("bitwise_not", prims.bitwise_not, DEFAULT),
+    ("isfinite", prims.isfinite, ALWAYS_BOOL), ("isnan", prims.isnan, ALWAYS_BOOL),
+]  # fmt: skip
+
+_BINARY = [
+    ("sub", prims.sub, DEFAULT), ("mul", prims.mul, DEFAULT), ("true_divide", prims.div, INT_TO_FLOAT),
+    ("pow", prims.pow, DEFAULT), ("remainder", prims.remainder, DEFAULT), ("fmod", prims.fmod, DEFAULT),
+    ("maximum", prims.maximum, DEFAULT), ("minimum", prims.minimum, DEFAULT), ("atan2", prims.atan2, INT_TO_FLOAT),
+    ("bitwise_and", prims.bitwise_and, DEFAULT), ("bitwise_or", prims.bitwise_or, DEFAULT),
+    ("bitwise_xor", prims.bitwise_xor, DEFAULT), ("eq", prims.eq, ALWAYS_BOOL), ("ne", prims.ne, ALWAYS_BOOL),
+    ("lt", prims.lt, ALWAYS_BOOL), ("le", prims.le, ALWAYS_BOOL), ("gt", prims.gt, ALWAYS_BOOL),
+    ("ge", prims.ge, ALWAYS_BOOL),
+]  # fmt: skip
+
+for _name, _prim, _kind in _UNARY:
+    globals()[_name] = _register(_name, _unary(_prim, _kind))
+for _name, _prim, _kind in _BINARY:
+    globals()[_name] = _register(_name, _binary(_prim, _kind))
+
+# aliases PyTorch spells differently
+torchsymbol(torch.mul, torch.multiply, torch.Tensor.mul, torch.Tensor.multiply, method="mul")(globals()["mul"].decomposition)
+
+
+@torchsymbol(torch.abs, torch.Tensor.abs, method="abs", tags=ELEMENTWISE)
+def abs(a: Any) -> Any:  # noqa: A001
+    return apply_elementwise(prims.abs, a, kind=PromotionKind.COMPLEX_TO_FLOAT)
+
+
+@torchsymbol(torch.positive, torch.Tensor.positive, method="positive", tags=ELEMENTWISE)
+def positive(a: Any) -> Any:
+    return a
+
+
+@torchsymbol(torch.add, torch.Tensor.add, method="add", tags=ELEMENTWISE)
+def add(a: Any, b: Any, *, alpha: Any = None) -> Any:
+    if alpha is not None:
+        b = b * alpha
+    return apply_elementwise(prims.add, a, b, kind=DEFAULT)
+
+
+@torchsymbol(torch.sub, torch.subtract, torch.Tensor.sub, method="sub", tags=ELEMENTWISE, name="sub")
+def sub(a: Any, b: Any, *, alpha: Any = None) -> Any:
+    if alpha is not None:
+        b = b * alpha
+    return apply_elementwise(prims.sub, a, b, kind=DEFAULT)
+
+
+@torchsymbol(torch.div, torch.divide, torch.Tensor.div, torch.Tensor.divide, method="div", tags=ELEMENTWISE)
+def div(a: Any, b: Any, *, rounding_mode: str | None = None) -> Any:
+    if rounding_mode is None:
+        return apply_elementwise(prims.div, a, b, kind=INT_TO_FLOAT)
+    if rounding_mode == "trunc":
+        return apply_elementwise(_trunc_divide, a, b, kind=DEFAULT)
+    if rounding_mode == "floor":
+        return floor_divide(a, b)
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
+
+
+def _trunc_divide(a: Any, b: Any) -> Any:
+    result = prims.div(a, b)
+    is_float = any(getattr(x, "dtype", None) is not None and x.dtype.is_floating_point for x in (a, b))
+    return prims.trunc(result) if is_float else result
+
+
+@torchsymbol(torch.floor_divide, torch.Tensor.floor_divide, method="floor_divide", tags=ELEMENTWISE)
+def floor_divide(a: Any, b: Any) -> Any:
+    computation_dtype, result_dtype = elementwise_dtypes(a, b, kind=DEFAULT)
+    a, b = (to_dtype(x, computation_dtype) for x in broadcast(a, b))
+    if computation_dtype.is_floating_point:
+        return to_dtype(prims.floor(prims.div(a, b)), result_dtype)
+    # Integer floor division is exact once the (floor-mode) remainder is taken off.
+    return to_dtype(prims.div(prims.sub(a, prims.remainder(a, b)), b), result_dtype)
+
+
+@torchsymbol(torch.where, torch.Tensor.where, method="where", tags=ELEMENTWISE)
+def where(condition: Any, a: Any, b: Any) -> Any:
+    _, result_dtype = elementwise_dtypes(a, b, kind=DEFAULT)
+    condition, a, b = broadcast(condition, a, b)
+    return prims.where(to_dtype(condition, dtypes.bool8), to_dtype(a, result_dtype), to_dtype(b, result_dtype))
+
+
+@torchsymbol(torch.clamp, torch.clip, torch.Tensor.clamp, torch.Tensor.clip, method=("clamp", "clip"), tags=ELEMENTWISE)
+def clamp(a: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 -- torch's parameter names
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    result = a
+    if min is not None:
+        result = where(result < min, min, result) if not a.dtype.is_floating_point else _clamp_float(result, min, True)
+    if max is not None:
+        result = where(result > max, max, result) if not a.dtype.is_floating_point else _clamp_float(result, max, False)
+    return result
+
+
+def _clamp_float(a: Any, bound: Any, lower: bool) -> Any:
+    # NaN inputs stay NaN, as in torch.clamp: compare so that a NaN never selects the bound
+    outside = a < bound if lower else a > bound
+    return where(outside, bound, a)

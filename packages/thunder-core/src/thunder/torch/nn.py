@@ -1,0 +1,191 @@
+"""Neural-network ops: matrix products, activations, dropout, softmax and losses."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from thunder.core import dtypes, prims
+from thunder.core.proxies import TensorProxy
+from thunder.torch import elementwise as ew
+from thunder.torch import reductions, shape
+from thunder.torch.registry import torchsymbol
+from thunder.torch.utils import canonical_dim, to_dtype
+
+
+def _no_inplace(name: str, inplace: bool) -> None:
+    if inplace:
+        raise NotImplementedError(f"{name}(inplace=True) is not supported by thunder yet; use inplace=False")
+
+
+@torchsymbol(F.linear)
+def linear(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None) -> TensorProxy:
+    return prims.linear(a, weight, bias)
+
+
+@torchsymbol(torch.matmul, torch.Tensor.matmul, method="matmul")
+def matmul(a: TensorProxy, b: TensorProxy) -> TensorProxy:
+    return prims.matmul(a, b)
+
+
+@torchsymbol(torch.mm, torch.Tensor.mm, method="mm")
+def mm(a: TensorProxy, b: TensorProxy) -> TensorProxy:
+    if a.ndim != 2 or b.ndim != 2:
+        raise RuntimeError(f"mm: expected 2-D tensors, got {a.ndim}-D and {b.ndim}-D")
+    return prims.matmul(a, b)
+
+
+@torchsymbol(torch.bmm, torch.Tensor.bmm, method="bmm")
+def bmm(a: TensorProxy, b: TensorProxy) -> TensorProxy:
+    if a.ndim != 3 or b.ndim != 3:
+        raise RuntimeError(f"bmm: expected 3-D tensors, got {a.ndim}-D and {b.ndim}-D")
+    return prims.matmul(a, b)
+
+
+@torchsymbol(torch.relu, torch.Tensor.relu, F.relu, method="relu")
+def relu(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+    _no_inplace("relu", inplace)
+    zero = 0.0 if a.dtype.is_floating_point else 0
+    return prims.where(prims.gt(a, zero), a, zero)
+
+
+@torchsymbol(torch.sigmoid, torch.Tensor.sigmoid, F.sigmoid, method="sigmoid")
+def sigmoid(a: TensorProxy) -> TensorProxy:
+    return ew.apply_elementwise(prims.sigmoid, a, kind=ew.INT_TO_FLOAT)
+
+
+@torchsymbol(F.silu)
+def silu(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+    _no_inplace("silu", inplace)
+    return ew.mul(a, sigmoid(a))
+
+
+@torchsymbol(F.gelu)
+def gelu(a: TensorProxy, approximate: str = "none") -> TensorProxy:
+    computation = to_dtype(a, dtypes.float32) if dtypes.is_low_precision(a.dtype) else a
+    if approximate == "none":
+        inner = ew.erf(ew.mul(computation, 1 / math.sqrt(2)))
+    elif approximate == "tanh":
+        cube = ew.mul(ew.mul(computation, computation), computation)
+        inner = ew.tanh(ew.mul(ew.add(computation, ew.mul(cube, 0.044715)), math.sqrt(2 / math.pi)))
+    else:
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    result = ew.mul(ew.mul(computation, 0.5), ew.add(inner, 1.0))
+    return to_dtype(result, a.dtype)
+
+
+@torchsymbol(F.dropout)
+def dropout(a: TensorProxy, p: float = 0.5, training: bool = True, inplace: bool = False) -> TensorProxy:
+    _no_inplace("dropout", inplace)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return a
+    if p == 1.0:
+        return ew.mul(a, 0.0)
+    random = prims.uniform(a.shape, 0.0, 1.0, device=a.device, dtype=dtypes.float32)
+    keep = prims.convert_element_type(prims.lt(random, 1.0 - p), a.dtype)
+    return prims.mul(prims.mul(a, keep), 1.0 / (1.0 - p))
+
+
+def _softmax_dtype(a: TensorProxy, dtype: Any) -> tuple[dtypes.dtype, dtypes.dtype]:
+    result = dtypes.to_dtype(dtype) if dtype is not None else a.dtype
+    if not (result.is_floating_point or result.is_complex):
+        raise RuntimeError(f"softmax is not implemented for {result.name}")
+    return (dtypes.float32 if dtypes.is_low_precision(result) else result), result
+
+
+def _implicit_dim(dim: int | None) -> int:
+    if dim is None:
+        raise NotImplementedError("softmax without dim uses a deprecated implicit dim; pass dim explicitly")
+    return dim
+
+
+@torchsymbol(torch.softmax, torch.Tensor.softmax, F.softmax, method="softmax")
+def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
+    computation_dtype, result_dtype = _softmax_dtype(a, dtype)
+    a = to_dtype(a, computation_dtype)
+    d = canonical_dim(_implicit_dim(dim), a.ndim)
+    shifted = ew.sub(a, reductions.amax(a, d, keepdim=True))
+    exponentials = ew.exp(shifted)
+    return to_dtype(ew.true_divide(exponentials, reductions.sum(exponentials, d, keepdim=True)), result_dtype)
+
+
+@torchsymbol(torch.log_softmax, torch.Tensor.log_softmax, F.log_softmax, method="log_softmax")
+def log_softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
+    computation_dtype, result_dtype = _softmax_dtype(a, dtype)
+    a = to_dtype(a, computation_dtype)
+    d = canonical_dim(_implicit_dim(dim), a.ndim)
+    shifted = ew.sub(a, reductions.amax(a, d, keepdim=True))
+    log_normalizer = ew.log(reductions.sum(ew.exp(shifted), d, keepdim=True))
+    return to_dtype(ew.sub(shifted, log_normalizer), result_dtype)
+
+
+def _reduce_loss(losses: TensorProxy, reduction: str, divisor: Any = None) -> TensorProxy:
+    if reduction == "none":
+        return losses
+    total = reductions.sum(losses)
+    if reduction == "sum":
+        return total
+    if reduction == "mean":
+        return ew.true_divide(total, divisor if divisor is not None else float(max(losses.numel(), 1)))
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    if size_average is None and reduce is None:
+        return reduction
+    if reduce is False:
+        return "none"
+    return "sum" if size_average is False else "mean"
+
+
+@torchsymbol(F.nll_loss)
+def nll_loss(a: TensorProxy, target: TensorProxy, weight: TensorProxy | None = None, size_average: Any = None,
+             ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    """Class-index targets over dim 1 (dim 0 for an unbatched input)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if target.dtype.is_floating_point:
+        raise RuntimeError("nll_loss expects class indices (an integer target)")
+    class_dim = 0 if a.ndim == 1 else 1
+    picked = shape.squeeze(prims.take_along_axis(a, _index_of(target, class_dim, a), class_dim), class_dim)
+    kept = ew.ne(target, ignore_index)
+    per_class_weight = _class_weights(weight, target, kept, a)
+    losses = ew.where(kept, ew.neg(ew.mul(picked, per_class_weight)), 0.0)
+    return _reduce_loss(losses, reduction, reductions.sum(per_class_weight) if reduction == "mean" else None)
+
+
+def _index_of(target: TensorProxy, class_dim: int, a: TensorProxy) -> TensorProxy:
+    safe = ew.where(ew.ne(target, -100), target, 0) if target.ndim else target
+    safe = ew.where(ew.lt(safe, 0), 0, safe)
+    return shape.unsqueeze(safe, class_dim)
+
+
+def _class_weights(weight: TensorProxy | None, target: TensorProxy, kept: TensorProxy, a: TensorProxy) -> TensorProxy:
+    ones = to_dtype(kept, a.dtype)
+    if weight is None:
+        return ones
+    safe = ew.where(kept, target, 0)
+    picked = prims.take_along_axis(weight, shape.reshape(safe, (safe.numel(),)), 0)
+    return ew.mul(shape.reshape(picked, target.shape), ones)
+
+
+@torchsymbol(F.cross_entropy)
+def cross_entropy(a: TensorProxy, target: TensorProxy, weight: TensorProxy | None = None, size_average: Any = None,
+                  ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> TensorProxy:  # fmt: skip
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if label_smoothing != 0.0:
+        raise NotImplementedError("cross_entropy with label_smoothing is not supported by thunder yet")
+    class_dim = 0 if a.ndim == 1 else 1
+    log_probabilities = log_softmax(a, class_dim)
+    if target.dtype.is_floating_point:  # class probabilities
+        if weight is not None:
+            raise NotImplementedError("cross_entropy with probability targets and weight is not supported yet")
+        losses = ew.neg(reductions.sum(ew.mul(log_probabilities, target), class_dim))
+        divisor = float(a.shape[0]) if a.ndim > 1 and reduction == "mean" else None
+        return _reduce_loss(losses, reduction, divisor)
+    return nll_loss(log_probabilities, target, weight, ignore_index=ignore_index, reduction=reduction)

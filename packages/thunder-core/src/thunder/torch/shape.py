@@ -1,0 +1,199 @@
+"""Shape and view ops. Traces are functional, so a view is a value like any other."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from thunder.core import prims
+from thunder.core.promotion import promote_dtypes
+from thunder.core.proxies import TensorProxy
+from thunder.torch.registry import torchsymbol
+from thunder.torch.utils import canonical_dim, expand_to, to_dtype
+
+SHAPE = frozenset({"shape"})
+
+
+def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
+    """Accept ``f(2, 3)`` as well as ``f((2, 3))``, as torch does."""
+    if len(shape) == 1 and isinstance(shape[0], Sequence):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def infer_shape(numel: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(s for s in shape if s != -1)
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    if math.prod(shape) != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+@torchsymbol(torch.reshape, torch.Tensor.reshape, method="reshape", tags=SHAPE)
+def reshape(a: TensorProxy, *shape: Any) -> TensorProxy:
+    new_shape = infer_shape(a.numel(), _shape_arg(shape))
+    return a if new_shape == a.shape else prims.reshape(a, new_shape)
+
+
+@torchsymbol(torch.Tensor.view, method="view", tags=SHAPE)
+def view(a: TensorProxy, *shape: Any) -> TensorProxy:
+    if len(shape) == 1 and not isinstance(shape[0], (Sequence, int)):
+        raise NotImplementedError("Tensor.view(dtype) is not supported by thunder")
+    return reshape(a, *shape)
+
+
+@torchsymbol(torch.flatten, torch.Tensor.flatten, method="flatten", tags=SHAPE)
+def flatten(a: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> TensorProxy:
+    if a.ndim == 0:
+        return reshape(a, (1,))
+    start, end = canonical_dim(start_dim, a.ndim), canonical_dim(end_dim, a.ndim)
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = a.shape[:start] + (math.prod(a.shape[start : end + 1]),) + a.shape[end + 1 :]
+    return reshape(a, shape)
+
+
+@torchsymbol(torch.permute, torch.Tensor.permute, method="permute", tags=SHAPE)
+def permute(a: TensorProxy, *dims: Any) -> TensorProxy:
+    permutation = tuple(canonical_dim(d, a.ndim) for d in _shape_arg(dims))
+    if len(permutation) != a.ndim:
+        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does not match")
+    return a if permutation == tuple(range(a.ndim)) else prims.transpose(a, permutation)
+
+
+@torchsymbol(torch.transpose, torch.swapaxes, torch.Tensor.transpose, method="transpose", tags=SHAPE)
+def transpose(a: TensorProxy, dim0: int, dim1: int) -> TensorProxy:
+    if a.ndim == 0:
+        return a
+    permutation = list(range(a.ndim))
+    d0, d1 = canonical_dim(dim0, a.ndim), canonical_dim(dim1, a.ndim)
+    permutation[d0], permutation[d1] = permutation[d1], permutation[d0]
+    return permute(a, permutation)
+
+
+@torchsymbol(torch.t, torch.Tensor.t, method="t", tags=SHAPE)
+def t(a: TensorProxy) -> TensorProxy:
+    if a.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a.ndim}D")
+    return transpose(a, 0, 1) if a.ndim == 2 else a
+
+
+@torchsymbol(method="T", tags=SHAPE)
+def T(a: TensorProxy) -> TensorProxy:  # noqa: N802 -- torch's name
+    return permute(a, tuple(reversed(range(a.ndim))))
+
+
+@torchsymbol(method="mT", tags=SHAPE)
+def mT(a: TensorProxy) -> TensorProxy:  # noqa: N802 -- torch's name
+    return transpose(a, -2, -1)
+
+
+@torchsymbol(torch.unsqueeze, torch.Tensor.unsqueeze, method="unsqueeze", tags=SHAPE)
+def unsqueeze(a: TensorProxy, dim: int) -> TensorProxy:
+    d = canonical_dim(dim, a.ndim + 1)
+    return prims.reshape(a, a.shape[:d] + (1,) + a.shape[d:])
+
+
+@torchsymbol(torch.squeeze, torch.Tensor.squeeze, method="squeeze", tags=SHAPE)
+def squeeze(a: TensorProxy, dim: Any = None) -> TensorProxy:
+    if dim is None:
+        dims = tuple(range(a.ndim))
+    else:
+        dims = tuple(canonical_dim(d, a.ndim) for d in ((dim,) if isinstance(dim, int) else dim))
+    shape = tuple(s for d, s in enumerate(a.shape) if not (d in dims and s == 1))
+    return a if shape == a.shape else prims.reshape(a, shape)
+
+
+@torchsymbol(torch.Tensor.expand, method="expand", tags=SHAPE)
+def expand(a: TensorProxy, *shape: Any) -> TensorProxy:
+    target = _shape_arg(shape)
+    offset = len(target) - a.ndim
+    if offset < 0:
+        raise RuntimeError("expand: the number of sizes provided must be greater or equal to the number of dimensions")
+    resolved = tuple(a.shape[d - offset] if s == -1 and d >= offset else s for d, s in enumerate(target))
+    return expand_to(a, resolved)
+
+
+@torchsymbol(torch.Tensor.contiguous, method="contiguous", tags=SHAPE)
+def contiguous(a: TensorProxy, memory_format: Any = None) -> TensorProxy:
+    return a
+
+
+@torchsymbol(torch.cat, torch.concat, torch.concatenate, tags=SHAPE)
+def cat(tensors: Sequence[TensorProxy], dim: int = 0) -> TensorProxy:
+    tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors[:1])
+    d = canonical_dim(dim, tensors[0].ndim)
+    dtype = tensors[0].dtype
+    for other in tensors[1:]:
+        dtype = promote_dtypes(dtype, other.dtype)
+    return prims.cat([to_dtype(t, dtype) for t in tensors], d)
+
+
+@torchsymbol(torch.stack, tags=SHAPE)
+def stack(tensors: Sequence[TensorProxy], dim: int = 0) -> TensorProxy:
+    d = canonical_dim(dim, tensors[0].ndim + 1)
+    return cat([unsqueeze(t, d) for t in tensors], d)
+
+
+@torchsymbol(torch.unbind, torch.Tensor.unbind, method="unbind", tags=SHAPE)
+def unbind(a: TensorProxy, dim: int = 0) -> tuple[TensorProxy, ...]:
+    d = canonical_dim(dim, a.ndim)
+    return tuple(_select(a, d, i) for i in range(a.shape[d]))
+
+
+def _select(a: TensorProxy, dim: int, index: int) -> TensorProxy:
+    start = [0] * a.ndim
+    end = list(a.shape)
+    start[dim], end[dim] = index, index + 1
+    sliced = prims.slice_prim(a, start, end, [1] * a.ndim)
+    return prims.reshape(sliced, a.shape[:dim] + a.shape[dim + 1 :])
+
+
+@torchsymbol(method="getitem", name="getitem", tags=SHAPE)
+def getitem(a: TensorProxy, key: Any) -> TensorProxy:
+    """Basic indexing: integers, slices, None and Ellipsis."""
+    key = key if isinstance(key, tuple) else (key,)
+    for k in key:
+        if not (k is None or k is Ellipsis or isinstance(k, (int, slice))) or isinstance(k, bool):
+            raise NotImplementedError(f"indexing a tensor with {type(k).__name__} is not supported by thunder yet")
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if consumed > a.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {a.ndim}")
+    if Ellipsis in key:
+        i = key.index(Ellipsis)
+        key = key[:i] + (slice(None),) * (a.ndim - consumed) + key[i + 1 :]
+    key = key + (slice(None),) * (a.ndim - consumed)
+    return _apply_basic_index(a, key)
+
+
+def _apply_basic_index(a: TensorProxy, key: tuple) -> TensorProxy:
+    start, end, step, out_shape, dim = [], [], [], [], 0
+    for k in key:
+        if k is None:
+            out_shape.append(1)
+            continue
+        size = a.shape[dim]
+        if isinstance(k, int):
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {size}")
+            k = k % size
+            start.append(k), end.append(k + 1), step.append(1)
+        else:
+            if k.step is not None and k.step <= 0:
+                raise ValueError("step must be greater than zero")
+            lo, hi, st = k.indices(size)
+            start.append(lo), end.append(max(lo, hi)), step.append(st)
+            out_shape.append(max(0, (max(lo, hi) - lo + st - 1) // st))
+        dim += 1
+    sliced = a
+    if (start, end, step) != ([0] * a.ndim, list(a.shape), [1] * a.ndim):
+        sliced = prims.slice_prim(a, start, end, step)
+    return sliced if tuple(out_shape) == sliced.shape else prims.reshape(sliced, tuple(out_shape))

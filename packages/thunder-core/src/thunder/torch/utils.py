@@ -1,0 +1,61 @@
+"""Helpers shared by the torch language's op families: dims, broadcasting, dtype conversion."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from thunder.core import dtypes, prims
+from thunder.core.promotion import broadcast_shapes
+from thunder.core.proxies import TensorProxy
+
+
+def canonical_dim(dim: int, ndim: int) -> int:
+    """``dim`` as a non-negative index, as torch wraps it (a 0-d tensor accepts dims 0 and -1)."""
+    bound = max(ndim, 1)
+    if not -bound <= dim < bound:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], but got {dim})")
+    return dim % bound
+
+
+def canonical_dims(dims: Any, ndim: int) -> tuple[int, ...]:
+    """Reduction dims: None or () mean all dims."""
+    if dims is None or (isinstance(dims, Sequence) and len(dims) == 0):
+        return tuple(range(ndim))
+    if isinstance(dims, int):
+        dims = (dims,)
+    result = tuple(canonical_dim(d, ndim) for d in dims)
+    if len(set(result)) != len(result):
+        raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
+    return tuple(d for d in result if d < ndim)
+
+
+def expand_to(a: Any, shape: tuple[int, ...]) -> Any:
+    """``a`` broadcast to ``shape`` (numbers are left alone: prims broadcast them)."""
+    if not isinstance(a, TensorProxy) or a.shape == shape:
+        return a
+    offset = len(shape) - a.ndim
+    return prims.broadcast_in_dim(a, shape, tuple(range(offset, len(shape))))
+
+
+def broadcast(*args: Any) -> list[Any]:
+    shapes = [a.shape for a in args if isinstance(a, TensorProxy)]
+    if not shapes:
+        return list(args)
+    shape = broadcast_shapes(*shapes)
+    return [expand_to(a, shape) for a in args]
+
+
+def to_dtype(a: Any, dtype: dtypes.dtype) -> Any:
+    """A tensor converted to ``dtype``; numbers convert to the matching Python type."""
+    if isinstance(a, TensorProxy):
+        return a if a.dtype is dtype else prims.convert_element_type(a, dtype)
+    if a is None:
+        return a
+    if dtype.is_complex:
+        return complex(a)
+    if dtype.is_floating_point:
+        return float(a)
+    if dtype is dtypes.bool8:
+        return bool(a)
+    return int(a)

@@ -1,0 +1,10 @@
+"""thunder's executors: importing this package registers the built-in ones.
+
+Built-in executors register in code here, and also through the entry-point group
+``thunder.executors`` for installed distributions; third-party executors use only the entry point.
+"""
+
+from thunder.executors import torchex
+from thunder.executors.torchex import executor as torch_executor
+
+__all__ = ["torchex", "torch_executor"]

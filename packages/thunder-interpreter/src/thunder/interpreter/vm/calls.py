@@ -1,0 +1,164 @@
+"""Call semantics: what the VM does with a callable at every CALL.
+
+In order: the hooks' lookaside, the VM's own lookasides (builtins that call back into user
+code), nn.Module dispatch to ``forward``, interpretation of Python code, and finally a native
+call for everything without Python code (after ``check_opaque_call``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from types import FunctionType, MethodType
+from typing import Any
+
+from thunder.interpreter.vm.errors import InterpreterError
+
+__all__ = ["call", "interpret_function", "lookup_type", "MISSING", "is_own_code"]
+
+_ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+_GENERATOR_FLAG = inspect.CO_GENERATOR
+_OWN_PACKAGE = "thunder.interpreter.vm"
+MISSING = object()
+
+
+def lookup_type(cls: type, name: str) -> Any:
+    """The raw class attribute (descriptor) the way ``_PyType_Lookup`` finds it."""
+    for klass in cls.__mro__:
+        namespace = klass.__dict__
+        if name in namespace:
+            return namespace[name]
+    return MISSING
+
+
+def is_own_code(function: FunctionType) -> bool:
+    """The VM's own helpers (interpreted generators, iterators) always run natively."""
+    module = function.__module__
+    return module is not None and module.startswith(_OWN_PACKAGE)
+
+
+def call(context: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
+    replacement = context.hooks.lookaside(fn)
+    if replacement is not None:
+        return replacement(*args, **kwargs)
+    fn_type = type(fn)
+    if fn_type is FunctionType:
+        if is_own_code(fn):
+            return fn(*args, **kwargs)
+        return interpret_function(context, fn, args, kwargs)
+    from thunder.interpreter.vm.lookasides import INTERNAL_LOOKASIDES
+
+    internal = INTERNAL_LOOKASIDES.get(id(fn))
+    if internal is not None and internal[0] is fn:
+        return internal[1](context, args, kwargs)
+    if fn_type is MethodType:
+        function = fn.__func__
+        if type(function) is FunctionType and is_own_code(function):
+            return fn(*args, **kwargs)
+        return call(context, function, (fn.__self__, *args), kwargs)
+    return _call_other(context, fn, fn_type, args, kwargs)
+
+
+def _call_other(context: Any, fn: Any, fn_type: type, args: tuple, kwargs: dict) -> Any:
+    if fn_type is functools.partial:
+        return call(context, fn.func, fn.args + args, {**fn.keywords, **kwargs})
+    if isinstance(fn, type):
+        return _construct(context, fn, args, kwargs)
+    if fn_type is staticmethod:
+        return call(context, fn.__func__, args, kwargs)
+    if _is_torch_module(fn):
+        return _call_module(context, fn, args, kwargs)
+    call_method = lookup_type(fn_type, "__call__")
+    if type(call_method) is FunctionType and not is_own_code(call_method):
+        return call(context, call_method, (fn, *args), kwargs)
+    return call_opaque(context, fn, args, kwargs)
+
+
+def call_opaque(context: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
+    context.hooks.check_opaque_call(fn, args, kwargs)
+    return fn(*args, **kwargs)
+
+
+def interpret_function(context: Any, function: FunctionType, args: tuple, kwargs: dict) -> Any:
+    from thunder.interpreter.vm.frame import make_frame
+    from thunder.interpreter.vm.loop import run_frame
+
+    code = function.__code__
+    if code.co_flags & _ASYNC_FLAGS:
+        raise _async_error(context, function)
+    frame = make_frame(context, function, args, kwargs)
+    if code.co_flags & _GENERATOR_FLAG:
+        from thunder.interpreter.vm.generators import InterpretedGenerator
+
+        return InterpretedGenerator(frame)
+    run_frame(frame)
+    return frame.result
+
+
+def _async_error(context: Any, function: FunctionType) -> InterpreterError:
+    from thunder.interpreter.vm.errors import location_of
+
+    code = function.__code__
+    where = f"{code.co_filename}:{code.co_firstlineno}"
+    called_from = ""
+    if context.frames:
+        caller = context.frames[-1]
+        called_from = f", called at {location_of(caller, caller.current_op())}"
+    return InterpreterError(
+        f"thunder's interpreter does not support async functions or coroutines: "
+        f"{code.co_qualname} defined at {where}{called_from}"
+    )
+
+
+def _construct(context: Any, cls: type, args: tuple, kwargs: dict) -> Any:
+    """``type.__call__`` spelled out so that Python ``__new__``/``__init__`` are interpreted."""
+    meta_call = lookup_type(type(cls), "__call__")
+    if type(meta_call) is FunctionType:
+        return call(context, meta_call, (cls, *args), kwargs)
+    new = lookup_type(cls, "__new__")
+    if isinstance(new, staticmethod):
+        new = new.__func__
+    init = lookup_type(cls, "__init__")
+    python_new = type(new) is FunctionType
+    if not python_new and type(init) is not FunctionType:
+        return call_opaque(context, cls, args, kwargs)
+    if python_new:
+        instance = call(context, new, (cls, *args), kwargs)
+    elif new is object.__new__:
+        instance = object.__new__(cls)
+    else:
+        instance = new(cls, *args, **kwargs)
+    if not isinstance(instance, cls):
+        return instance
+    init = lookup_type(type(instance), "__init__")
+    if type(init) is FunctionType:
+        result = call(context, init, (instance, *args), kwargs)
+        if result is not None:
+            raise TypeError(f"__init__() should return None, not '{type(result).__name__}'")
+    else:
+        type(instance).__init__(instance, *args, **kwargs)
+    return instance
+
+
+def _is_torch_module(value: Any) -> bool:
+    module = sys.modules.get("torch.nn.modules.module")
+    return module is not None and isinstance(value, module.Module)
+
+
+_MODULE_HOOK_ATTRIBUTES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+_GLOBAL_HOOK_ATTRIBUTES = (
+    "_global_forward_hooks", "_global_forward_pre_hooks",
+    "_global_backward_hooks", "_global_backward_pre_hooks",
+)
+
+
+def _call_module(context: Any, module: Any, args: tuple, kwargs: dict) -> Any:
+    """Hook-free modules go straight to ``forward``: ``__call__`` adds nothing but hooks."""
+    torch_module = sys.modules["torch.nn.modules.module"]
+    has_hooks = any(getattr(module, name, None) for name in _MODULE_HOOK_ATTRIBUTES) or any(
+        getattr(torch_module, name, None) for name in _GLOBAL_HOOK_ATTRIBUTES
+    )
+    if has_hooks:
+        return call(context, type(module).__call__, (module, *args), kwargs)
+    return call(context, type(module).forward, (module, *args), kwargs)

@@ -1,0 +1,40 @@
+"""Errors raised by the VM, and the notes it attaches to user exceptions.
+
+User exceptions keep their type and arguments so that calling code can handle them exactly as
+it would the native call; the VM only adds notes saying which interpreted frames they crossed.
+"""
+
+from __future__ import annotations
+
+import linecache
+from typing import Any
+
+__all__ = ["InterpreterError", "location_of", "unsupported", "annotate_exception"]
+
+
+class InterpreterError(RuntimeError):
+    """A construct the VM cannot run; the message names it and the user's file:line."""
+
+
+def location_of(frame: Any, op: Any) -> str:
+    """``file:line`` of an instruction, for messages pointing at user code."""
+    lineno = op.lineno if op is not None else frame.code.co_firstlineno
+    return f"{frame.code.co_filename}:{lineno}"
+
+
+def unsupported(frame: Any, op: Any, construct: str) -> InterpreterError:
+    return InterpreterError(
+        f"thunder's interpreter does not support the {op.opname} instruction ({construct}) "
+        f"at {location_of(frame, op)}"
+    )
+
+
+def annotate_exception(frame: Any, op: Any, exc: BaseException) -> None:
+    """Add one ``thunder: in ...`` note per interpreted frame, innermost first."""
+    code = frame.code
+    lineno = op.lineno if op is not None else code.co_firstlineno
+    line = linecache.getline(code.co_filename, lineno or 0).strip()
+    try:
+        exc.add_note(f"  thunder: in {code.co_qualname} at {code.co_filename}:{lineno}: {line}")
+    except Exception:  # an exception type that refuses notes still propagates unchanged
+        pass

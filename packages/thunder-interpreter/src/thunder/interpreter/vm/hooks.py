@@ -1,0 +1,32 @@
+"""The customisation points a compiler uses to steer the VM."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from thunder.core.sources import Source
+
+__all__ = ["InterpreterHooks"]
+
+
+class InterpreterHooks:
+    """Subclass and override; the defaults make the VM behave like a plain Python call.
+
+    ``instruction_log``: when a list, the VM appends ``(qualname, filename, lineno, opname,
+    argrepr)`` for every executed instruction, which is how tests and debugging tools see
+    exactly what ran.
+    """
+
+    instruction_log: list | None = None
+
+    def lookaside(self, fn: Any) -> Callable | None:
+        """A replacement to call natively instead of ``fn`` (e.g. a torch op recorder)."""
+        return None
+
+    def on_load(self, value: Any, source: Source) -> Any:
+        """A value read from a place with known provenance; the return value is used instead."""
+        return value
+
+    def check_opaque_call(self, fn: Any, args: tuple, kwargs: dict) -> None:
+        """Called before a non-Python callable runs natively; raise to forbid it."""
+        return None

@@ -1,0 +1,84 @@
+"""The dispatch loop: runs a frame until it returns, yields or lets an exception escape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from thunder.interpreter.vm.dispatch import YIELD
+from thunder.interpreter.vm.errors import annotate_exception
+from thunder.interpreter.vm.frame import Frame
+
+__all__ = ["run_frame"]
+
+# Control-flow exceptions cross many frames on every loop end; notes on them are noise.
+_QUIET_EXCEPTIONS = (StopIteration, GeneratorExit, StopAsyncIteration)
+
+
+def run_frame(frame: Frame, thrown: BaseException | None = None) -> Any:
+    """Run until RETURN or YIELD (returned); ``thrown`` is raised at the suspension point."""
+    frames = frame.context.frames
+    frames.append(frame)
+    try:
+        if thrown is not None:
+            op = frame.ops[frame.index - 1]
+            if not _handle_exception(frame, op, thrown, fresh=False):
+                _escape(frame, op, thrown)
+                raise thrown
+        return _loop(frame)
+    finally:
+        frames.pop()
+
+
+def _loop(frame: Frame) -> Any:
+    ops = frame.ops
+    log = frame.context.hooks.instruction_log
+    code = frame.code
+    while True:
+        op = ops[frame.index]
+        frame.index += 1
+        if log is not None:
+            log.append((code.co_qualname, code.co_filename, op.lineno, op.opname, op.argrepr))
+        try:
+            signal = op.handler(frame, op)
+        except BaseException as exc:
+            if _handle_exception(frame, op, exc, fresh=True):
+                continue
+            _escape(frame, op, exc)
+            raise
+        if signal is not None:
+            return signal
+
+
+def _handle_exception(frame: Frame, op: Any, exc: BaseException, fresh: bool) -> bool:
+    """Chain, then jump to the exception-table handler covering ``op`` if there is one."""
+    context = frame.context
+    if exc is context.reraising:
+        context.reraising = None
+    else:
+        frame.last_exception = exc
+        frame.last_exception_op = op
+        if exc is context.propagating:
+            context.propagating = None
+        elif fresh:
+            context.chain(exc)
+    entry = op.exception_entry
+    if entry is None:
+        return False
+    target, depth, push_lasti = entry
+    stack = frame.stack
+    del stack[depth:]
+    if push_lasti:
+        stack.append(op.offset)
+    stack.append(exc)
+    frame.index = target
+    return True
+
+
+def _escape(frame: Frame, op: Any, exc: BaseException) -> None:
+    context = frame.context
+    context.propagating = exc
+    if frame.last_exception is exc and frame.last_exception_op is not None:
+        op = frame.last_exception_op
+    if not isinstance(exc, _QUIET_EXCEPTIONS):
+        annotate_exception(frame, op, exc)
+    frame.stack.clear()

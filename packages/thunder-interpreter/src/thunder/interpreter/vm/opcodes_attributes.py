@@ -1,0 +1,84 @@
+"""Attribute access, super() and imports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from thunder.interpreter.vm.attributes import load_attribute, load_method
+from thunder.interpreter.vm.calls import call
+from thunder.interpreter.vm.dispatch import NULL, PY312, handles
+
+
+@handles("LOAD_ATTR")
+def load_attr(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    obj = stack.pop()
+    if PY312 and op.arg & 1:
+        stack.extend(load_method(frame.context, obj, op.argval))
+    else:
+        stack.append(load_attribute(frame.context, obj, op.argval))
+
+
+@handles("LOAD_METHOD", only=(3, 11))
+def load_method_311(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    stack.extend(load_method(frame.context, stack.pop(), op.argval))
+
+
+@handles("STORE_ATTR")
+def store_attr(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    obj = stack.pop()
+    setattr(obj, op.argval, stack.pop())
+
+
+@handles("DELETE_ATTR")
+def delete_attr(frame: Any, op: Any) -> None:
+    delattr(frame.stack.pop(), op.argval)
+
+
+@handles("LOAD_SUPER_ATTR", only=(3, 12))
+def load_super_attr(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    self_value = stack.pop()
+    cls = stack.pop()
+    global_super = stack.pop()
+    if global_super is super:
+        proxy = super(cls, self_value)
+    else:
+        arguments = (cls, self_value) if op.arg & 2 else ()
+        proxy = call(frame.context, global_super, arguments, {})
+    if op.arg & 1:
+        stack.append(NULL)
+    stack.append(load_attribute(frame.context, proxy, op.argval))
+
+
+@handles("IMPORT_NAME")
+def import_name(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    fromlist = stack.pop()
+    level = stack.pop()
+    importer = frame.builtins["__import__"]
+    stack.append(importer(op.argval, frame.globals, frame.names, fromlist, level))
+
+
+@handles("IMPORT_FROM")
+def import_from(frame: Any, op: Any) -> None:
+    module = frame.stack[-1]
+    name = op.argval
+    try:
+        value = getattr(module, name)
+    except AttributeError:
+        import sys
+
+        full_name = f"{getattr(module, '__name__', '?')}.{name}"
+        value = sys.modules.get(full_name)
+        if value is None:
+            raise ImportError(f"cannot import name '{name}' from '{getattr(module, '__name__', '?')}'", name=name) from None
+    frame.stack.append(value)
+
+
+@handles("LOAD_BUILD_CLASS")
+def load_build_class(frame: Any, op: Any) -> None:
+    # Class bodies run natively inside __build_class__; their methods are interpreted when called.
+    frame.stack.append(frame.builtins["__build_class__"])

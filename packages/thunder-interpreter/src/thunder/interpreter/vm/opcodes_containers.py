@@ -1,0 +1,218 @@
+"""Building, extending, unpacking and subscripting containers; string formatting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from thunder.core.sources import ItemSource
+from thunder.interpreter.vm.calls import call, lookup_type
+from thunder.interpreter.vm.dispatch import handles
+from thunder.interpreter.vm.iteration import iterate_all
+from thunder.interpreter.vm.operators import has_user_dunder
+
+
+def _pop_many(stack: list, count: int) -> list:
+    if count == 0:
+        return []
+    items = stack[-count:]
+    del stack[-count:]
+    return items
+
+
+@handles("BUILD_TUPLE")
+def build_tuple(frame: Any, op: Any) -> None:
+    frame.stack.append(tuple(_pop_many(frame.stack, op.arg)))
+
+
+@handles("BUILD_LIST")
+def build_list(frame: Any, op: Any) -> None:
+    frame.stack.append(_pop_many(frame.stack, op.arg))
+
+
+@handles("BUILD_SET")
+def build_set(frame: Any, op: Any) -> None:
+    frame.stack.append(set(_pop_many(frame.stack, op.arg)))
+
+
+@handles("BUILD_MAP")
+def build_map(frame: Any, op: Any) -> None:
+    items = _pop_many(frame.stack, 2 * op.arg)
+    frame.stack.append(dict(zip(items[::2], items[1::2])))
+
+
+@handles("BUILD_CONST_KEY_MAP")
+def build_const_key_map(frame: Any, op: Any) -> None:
+    keys = frame.stack.pop()
+    frame.stack.append(dict(zip(keys, _pop_many(frame.stack, op.arg))))
+
+
+@handles("BUILD_STRING")
+def build_string(frame: Any, op: Any) -> None:
+    frame.stack.append("".join(_pop_many(frame.stack, op.arg)))
+
+
+@handles("BUILD_SLICE")
+def build_slice(frame: Any, op: Any) -> None:
+    frame.stack.append(slice(*_pop_many(frame.stack, op.arg)))
+
+
+@handles("LIST_APPEND")
+def list_append(frame: Any, op: Any) -> None:
+    value = frame.stack.pop()
+    frame.stack[-op.arg].append(value)
+
+
+@handles("SET_ADD")
+def set_add(frame: Any, op: Any) -> None:
+    value = frame.stack.pop()
+    frame.stack[-op.arg].add(value)
+
+
+@handles("MAP_ADD")
+def map_add(frame: Any, op: Any) -> None:
+    value = frame.stack.pop()
+    key = frame.stack.pop()
+    frame.stack[-op.arg][key] = value
+
+
+@handles("LIST_EXTEND")
+def list_extend(frame: Any, op: Any) -> None:
+    iterable = frame.stack.pop()
+    try:
+        items = iterate_all(frame.context, iterable)
+    except TypeError:
+        if not hasattr(type(iterable), "__iter__") and not hasattr(type(iterable), "__getitem__"):
+            raise TypeError(f"Value after * must be an iterable, not {type(iterable).__name__}") from None
+        raise
+    frame.stack[-op.arg].extend(items)
+
+
+@handles("SET_UPDATE")
+def set_update(frame: Any, op: Any) -> None:
+    iterable = frame.stack.pop()
+    frame.stack[-op.arg].update(iterate_all(frame.context, iterable))
+
+
+@handles("LIST_TO_TUPLE", only=(3, 11))
+def list_to_tuple(frame: Any, op: Any) -> None:
+    frame.stack[-1] = tuple(frame.stack[-1])
+
+
+@handles("DICT_UPDATE")
+def dict_update(frame: Any, op: Any) -> None:
+    update = frame.stack.pop()
+    if not hasattr(update, "keys"):
+        raise TypeError(f"'{type(update).__name__}' object is not a mapping")
+    frame.stack[-op.arg].update(update)
+
+
+@handles("DICT_MERGE")
+def dict_merge(frame: Any, op: Any) -> None:
+    update = frame.stack.pop()
+    target = frame.stack[-op.arg]
+    function = frame.stack[-op.arg - 2]
+    name = getattr(function, "__qualname__", type(function).__name__)
+    if not hasattr(update, "keys"):
+        raise TypeError(f"{name}() argument after ** must be a mapping, not {type(update).__name__}")
+    for key in update.keys():
+        if key in target:
+            raise TypeError(f"{name}() got multiple values for keyword argument '{key}'")
+        target[key] = update[key]
+
+
+@handles("UNPACK_SEQUENCE")
+def unpack_sequence(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    sequence = stack.pop()
+    count = op.arg
+    if type(sequence) is tuple and len(sequence) == count and frame.context.provenance.source_of(sequence) is None:
+        stack.extend(reversed(sequence))
+        return
+    items = iterate_all(frame.context, sequence)
+    if len(items) < count:
+        raise ValueError(f"not enough values to unpack (expected {count}, got {len(items)})")
+    if len(items) > count:
+        raise ValueError(f"too many values to unpack (expected {count})")
+    stack.extend(reversed(items))
+
+
+@handles("UNPACK_EX")
+def unpack_ex(frame: Any, op: Any) -> None:
+    before, after = op.arg & 0xFF, op.arg >> 8
+    items = iterate_all(frame.context, frame.stack.pop())
+    if len(items) < before + after:
+        raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {len(items)})")
+    middle_end = len(items) - after
+    result = items[:before] + [items[before:middle_end]] + items[middle_end:]
+    frame.stack.extend(reversed(result))
+
+
+def subscript(context: Any, container: Any, key: Any) -> Any:
+    """``container[key]``, reporting ``base[key]`` for sourced containers and int/str keys."""
+    cls = type(container)
+    if has_user_dunder(context, cls, "__getitem__"):
+        value = call(context, lookup_type(cls, "__getitem__"), (container, key), {})
+    else:
+        value = container[key]
+    if type(key) is int or type(key) is str:
+        base = context.provenance.source_of(container)
+        if base is not None:
+            value = context.load(value, ItemSource(base, key))
+    return value
+
+
+@handles("BINARY_SUBSCR")
+def binary_subscr(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    key = stack.pop()
+    stack[-1] = subscript(frame.context, stack[-1], key)
+
+
+@handles("STORE_SUBSCR")
+def store_subscr(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    key = stack.pop()
+    container = stack.pop()
+    value = stack.pop()
+    context = frame.context
+    if has_user_dunder(context, type(container), "__setitem__"):
+        call(context, lookup_type(type(container), "__setitem__"), (container, key, value), {})
+    else:
+        container[key] = value
+
+
+@handles("DELETE_SUBSCR")
+def delete_subscr(frame: Any, op: Any) -> None:
+    key = frame.stack.pop()
+    del frame.stack.pop()[key]
+
+
+@handles("BINARY_SLICE", only=(3, 12))
+def binary_slice(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    end = stack.pop()
+    start = stack.pop()
+    stack[-1] = subscript(frame.context, stack[-1], slice(start, end))
+
+
+@handles("STORE_SLICE", only=(3, 12))
+def store_slice(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    end = stack.pop()
+    start = stack.pop()
+    container = stack.pop()
+    container[start:end] = stack.pop()
+
+
+_CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
+
+
+@handles("FORMAT_VALUE")
+def format_value(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    spec = stack.pop() if op.arg & 0x04 else ""
+    value = stack.pop()
+    conversion = _CONVERSIONS[op.arg & 0x03]
+    if conversion is not None:
+        value = conversion(value)
+    stack.append(value if type(value) is str and not spec else format(value, spec))

@@ -1,0 +1,70 @@
+"""Generator frames: yield, yield from / SEND and their cleanup."""
+
+from __future__ import annotations
+
+from types import GeneratorType
+from typing import Any
+
+from thunder.interpreter.vm.calls import call
+from thunder.interpreter.vm.dispatch import PY312, YIELD, handles
+from thunder.interpreter.vm.iteration import get_iterator, next_value
+
+
+@handles("RETURN_GENERATOR")
+def return_generator(frame: Any, op: Any) -> None:
+    # The generator object already exists (created at call time); the first resume lands
+    # here and, like CPython, leaves a value for the following POP_TOP.
+    frame.stack.append(None)
+
+
+@handles("YIELD_VALUE")
+def yield_value(frame: Any, op: Any) -> Any:
+    frame.result = frame.stack.pop()
+    return YIELD
+
+
+@handles("GET_YIELD_FROM_ITER")
+def get_yield_from_iter(frame: Any, op: Any) -> None:
+    from thunder.interpreter.vm.generators import InterpretedGenerator
+
+    value = frame.stack[-1]
+    if not isinstance(value, (GeneratorType, InterpretedGenerator)):
+        frame.stack[-1] = get_iterator(frame.context, value)
+
+
+@handles("SEND")
+def send(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    value = stack.pop()
+    receiver = stack[-1]
+    try:
+        if value is None:
+            result = next_value(frame.context, receiver)
+        else:
+            result = call(frame.context, getattr(receiver, "send"), (value,), {})
+    except StopIteration as stop:
+        if PY312:
+            stack.append(stop.value)
+        else:
+            stack[-1] = stop.value
+        frame.index = op.target
+        return
+    stack.append(result)
+
+
+@handles("END_SEND", only=(3, 12))
+def end_send(frame: Any, op: Any) -> None:
+    value = frame.stack.pop()
+    frame.stack[-1] = value
+
+
+@handles("CLEANUP_THROW", only=(3, 12))
+def cleanup_throw(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    exc = stack.pop()
+    if not isinstance(exc, StopIteration):
+        frame.context.reraising = exc
+        raise exc
+    del stack[-2:]
+    stack.append(None)
+    stack.append(exc.value)

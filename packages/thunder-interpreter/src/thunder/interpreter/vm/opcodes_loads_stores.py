@@ -1,0 +1,150 @@
+"""Local, global, name and cell variables."""
+
+from __future__ import annotations
+
+from types import CellType
+from typing import Any
+
+from thunder.core.sources import GlobalSource
+from thunder.interpreter.vm.dispatch import NULL, handles
+
+
+def _unbound_local(op: Any) -> UnboundLocalError:
+    return UnboundLocalError(f"cannot access local variable '{op.argval}' where it is not associated with a value")
+
+
+@handles("LOAD_FAST", "LOAD_FAST_CHECK")
+def load_fast(frame: Any, op: Any) -> None:
+    value = frame.locals[op.arg]
+    if value is NULL:
+        raise _unbound_local(op)
+    frame.stack.append(value)
+
+
+@handles("LOAD_FAST_AND_CLEAR", only=(3, 12))
+def load_fast_and_clear(frame: Any, op: Any) -> None:
+    # PEP 709 inlined comprehensions save the outer binding (maybe unbound) and restore it later.
+    frame.stack.append(frame.locals[op.arg])
+    frame.locals[op.arg] = NULL
+
+
+@handles("STORE_FAST")
+def store_fast(frame: Any, op: Any) -> None:
+    frame.locals[op.arg] = frame.stack.pop()
+
+
+@handles("DELETE_FAST")
+def delete_fast(frame: Any, op: Any) -> None:
+    if frame.locals[op.arg] is NULL:
+        raise _unbound_local(op)
+    frame.locals[op.arg] = NULL
+
+
+@handles("LOAD_GLOBAL")
+def load_global(frame: Any, op: Any) -> None:
+    if op.arg & 1:
+        frame.stack.append(NULL)
+    frame.stack.append(_load_global_value(frame, op.argval))
+
+
+def _load_global_value(frame: Any, name: str) -> Any:
+    globals_dict = frame.globals
+    try:
+        value = globals_dict[name]
+    except KeyError:
+        try:
+            return frame.builtins[name]
+        except KeyError:
+            raise NameError(f"name '{name}' is not defined", name=name) from None
+    return frame.context.load(value, GlobalSource(globals_dict, name))
+
+
+@handles("STORE_GLOBAL")
+def store_global(frame: Any, op: Any) -> None:
+    frame.globals[op.argval] = frame.stack.pop()
+
+
+@handles("DELETE_GLOBAL")
+def delete_global(frame: Any, op: Any) -> None:
+    try:
+        del frame.globals[op.argval]
+    except KeyError:
+        raise NameError(f"name '{op.argval}' is not defined", name=op.argval) from None
+
+
+@handles("LOAD_NAME")
+def load_name(frame: Any, op: Any) -> None:
+    names = frame.names
+    if names is not None and op.argval in names:
+        frame.stack.append(names[op.argval])
+        return
+    frame.stack.append(_load_global_value(frame, op.argval))
+
+
+@handles("STORE_NAME")
+def store_name(frame: Any, op: Any) -> None:
+    target = frame.names if frame.names is not None else frame.globals
+    target[op.argval] = frame.stack.pop()
+
+
+@handles("DELETE_NAME")
+def delete_name(frame: Any, op: Any) -> None:
+    target = frame.names if frame.names is not None else frame.globals
+    try:
+        del target[op.argval]
+    except KeyError:
+        raise NameError(f"name '{op.argval}' is not defined", name=op.argval) from None
+
+
+@handles("MAKE_CELL")
+def make_cell(frame: Any, op: Any) -> None:
+    value = frame.locals[op.arg]
+    frame.locals[op.arg] = CellType() if value is NULL else CellType(value)
+
+
+@handles("COPY_FREE_VARS")
+def copy_free_vars(frame: Any, op: Any) -> None:
+    offset = frame.decoded.free_offset
+    frame.locals[offset : offset + op.arg] = frame.function.__closure__
+
+
+@handles("LOAD_CLOSURE")
+def load_closure(frame: Any, op: Any) -> None:
+    # Pushes the cell itself (to build a closure tuple), not a value: nothing to report.
+    frame.stack.append(frame.locals[op.arg])
+
+
+@handles("LOAD_DEREF")
+def load_deref(frame: Any, op: Any) -> None:
+    cell = frame.locals[op.arg]
+    try:
+        value = cell.cell_contents
+    except ValueError:
+        raise _unbound_cell(frame, op) from None
+    source = frame.context.provenance.cell_source(cell)
+    if source is not None:
+        value = frame.context.load(value, source)
+    frame.stack.append(value)
+
+
+def _unbound_cell(frame: Any, op: Any) -> Exception:
+    if op.arg >= frame.decoded.free_offset:
+        return NameError(
+            f"cannot access free variable '{op.argval}' where it is not associated with a value in enclosing scope",
+            name=op.argval,
+        )
+    return _unbound_local(op)
+
+
+@handles("STORE_DEREF")
+def store_deref(frame: Any, op: Any) -> None:
+    frame.locals[op.arg].cell_contents = frame.stack.pop()
+
+
+@handles("DELETE_DEREF")
+def delete_deref(frame: Any, op: Any) -> None:
+    cell = frame.locals[op.arg]
+    try:
+        del cell.cell_contents
+    except ValueError:
+        raise _unbound_cell(frame, op) from None

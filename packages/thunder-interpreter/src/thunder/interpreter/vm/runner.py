@@ -1,0 +1,48 @@
+"""The public entry point: interpret one call, registering sources for its arguments."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from thunder.core.sources import Source
+
+# Importing the opcode modules fills the dispatch table.
+from thunder.interpreter.vm import (  # noqa: F401
+    opcodes_arithmetic,
+    opcodes_attributes,
+    opcodes_calls,
+    opcodes_containers,
+    opcodes_control_flow,
+    opcodes_exceptions,
+    opcodes_generators,
+    opcodes_loads_stores,
+    opcodes_match,
+    opcodes_stack,
+)
+from thunder.interpreter.vm import lookasides  # noqa: F401
+from thunder.interpreter.vm.calls import call
+from thunder.interpreter.vm.context import InterpreterContext
+from thunder.interpreter.vm.hooks import InterpreterHooks
+
+__all__ = ["interpret"]
+
+
+def interpret(
+    fn: Any,
+    args: tuple,
+    kwargs: dict,
+    hooks: InterpreterHooks,
+    *,
+    arg_sources: Sequence[Source | None] = (),
+    kwarg_sources: Mapping[str, Source] = {},
+) -> Any:
+    """Call ``fn(*args, **kwargs)`` with the VM, so hooks see calls and value provenance."""
+    context = InterpreterContext(hooks)
+    register = context.provenance.register
+    for value, source in zip(args, arg_sources):
+        if source is not None:
+            register(value, source)
+    for name, source in kwarg_sources.items():
+        if name in kwargs and source is not None:
+            register(kwargs[name], source)
+    return call(context, fn, tuple(args), dict(kwargs))
