@@ -14,7 +14,8 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 from collections.abc import Callable, Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
-import torch  # noqa: E402
+# PyTorch under another name: importing the submodule thunder.torch rebinds ``torch`` here.
+import torch as _pytorch  # noqa: E402
 
 import thunder.executors  # noqa: E402,F401  -- registers the built-in executors
 from thunder.core import pipeline as _pipeline  # noqa: E402
@@ -83,7 +84,7 @@ def jit(
         transforms=transforms or (),
         **compile_options,
     )
-    if isinstance(fn, torch.nn.Module):
+    if isinstance(fn, _pytorch.nn.Module):
         return ThunderModule(fn, jitted)
     return jitted
 

@@ -45,7 +45,7 @@ def bmm(a: TensorProxy, b: TensorProxy) -> TensorProxy:
     return prims.matmul(a, b)
 
 
-@torchsymbol(torch.relu, torch.Tensor.relu, F.relu, method="relu")
+@torchsymbol(F.relu, torch.relu, torch.Tensor.relu, method="relu")
 def relu(a: TensorProxy, inplace: bool = False) -> TensorProxy:
     _no_inplace("relu", inplace)
     zero = 0.0 if a.dtype.is_floating_point else 0
@@ -104,7 +104,7 @@ def _implicit_dim(dim: int | None) -> int:
     return dim
 
 
-@torchsymbol(torch.softmax, torch.Tensor.softmax, F.softmax, method="softmax")
+@torchsymbol(F.softmax, torch.softmax, torch.Tensor.softmax, method="softmax")
 def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
     computation_dtype, result_dtype = _softmax_dtype(a, dtype)
     a = to_dtype(a, computation_dtype)
@@ -114,7 +114,7 @@ def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype:
     return to_dtype(ew.true_divide(exponentials, reductions.sum(exponentials, d, keepdim=True)), result_dtype)
 
 
-@torchsymbol(torch.log_softmax, torch.Tensor.log_softmax, F.log_softmax, method="log_softmax")
+@torchsymbol(F.log_softmax, torch.log_softmax, torch.Tensor.log_softmax, method="log_softmax")
 def log_softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
     computation_dtype, result_dtype = _softmax_dtype(a, dtype)
     a = to_dtype(a, computation_dtype)

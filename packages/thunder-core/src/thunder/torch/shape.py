@@ -37,7 +37,7 @@ def infer_shape(numel: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return shape
 
 
-@torchsymbol(torch.reshape, torch.Tensor.reshape, method="reshape", tags=SHAPE)
+@torchsymbol(torch.Tensor.reshape, torch.reshape, method="reshape", tags=SHAPE)
 def reshape(a: TensorProxy, *shape: Any) -> TensorProxy:
     new_shape = infer_shape(a.numel(), _shape_arg(shape))
     return a if new_shape == a.shape else prims.reshape(a, new_shape)
@@ -61,7 +61,7 @@ def flatten(a: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> TensorProx
     return reshape(a, shape)
 
 
-@torchsymbol(torch.permute, torch.Tensor.permute, method="permute", tags=SHAPE)
+@torchsymbol(torch.Tensor.permute, torch.permute, method="permute", tags=SHAPE)
 def permute(a: TensorProxy, *dims: Any) -> TensorProxy:
     permutation = tuple(canonical_dim(d, a.ndim) for d in _shape_arg(dims))
     if len(permutation) != a.ndim:

@@ -48,7 +48,10 @@ def _callable_name(fn: Any) -> str:
 
 
 def _is_torch_callable(fn: Any) -> bool:
-    return _callable_name(fn).startswith("torch") and not inspect.isclass(fn)
+    """A torch function implemented in C (the interpreter cannot look inside it)."""
+    if inspect.isclass(fn) or isinstance(fn, torch.nn.Module) or inspect.isfunction(fn) or inspect.ismethod(fn):
+        return False
+    return _callable_name(fn).startswith("torch")
 
 
 def _runs_natively(fn: Any) -> bool:
@@ -114,7 +117,7 @@ class TracingHooks(InterpreterHooks):
             return _thunder_isinstance
         if _runs_natively(fn):
             return fn
-        if _is_torch_callable(fn) and not inspect.isfunction(fn) and not inspect.ismethod(fn):
+        if _is_torch_callable(fn):
             return _guard_torch_callable(fn)
         return None
 

@@ -16,6 +16,8 @@ def dce(trace: Trace) -> Trace:
     kept: list[BoundSymbol] = []
     for bound_symbol in reversed(trace.bound_symbols):
         outputs = {p.name for p in bound_symbol.proxy_outputs()}
+        if outputs and outputs <= {p.name for p in bound_symbol.proxy_args()}:
+            continue  # returns (some of) its inputs: computes nothing new (dropout in eval mode)
         if bound_symbol.symbol.id in _ALWAYS_KEPT or outputs & needed or _has_side_effects(bound_symbol):
             kept.append(bound_symbol)
             needed.update(p.name for p in bound_symbol.proxy_args())

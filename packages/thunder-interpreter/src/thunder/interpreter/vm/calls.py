@@ -15,12 +15,13 @@ from typing import Any
 
 from thunder.interpreter.vm.errors import InterpreterError
 
-__all__ = ["call", "interpret_function", "lookup_type", "MISSING", "is_own_code"]
+__all__ = ["call", "call_opaque", "interpret_function", "lookup_type", "MISSING", "DEFER", "is_own_code"]
 
 _ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 _GENERATOR_FLAG = inspect.CO_GENERATOR
 _OWN_PACKAGE = "thunder.interpreter.vm"
 MISSING = object()
+DEFER = object()  # an internal lookaside declining: call the builtin as an opaque call
 
 
 def lookup_type(cls: type, name: str) -> Any:
@@ -51,7 +52,10 @@ def call(context: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
 
     internal = INTERNAL_LOOKASIDES.get(id(fn))
     if internal is not None and internal[0] is fn:
-        return internal[1](context, args, kwargs)
+        result = internal[1](context, args, kwargs)
+        if result is not DEFER:
+            return result
+        return call_opaque(context, fn, args, kwargs)
     if fn_type is MethodType:
         function = fn.__func__
         if type(function) is FunctionType and is_own_code(function):

@@ -26,12 +26,12 @@ class InterpretedGenerator:
         self._exception_slot = None
 
     @property
-    def __name__(self) -> str:
-        return self._frame.code.co_name
+    def gi_code(self) -> Any:
+        return self._frame.code
 
     @property
-    def __qualname__(self) -> str:
-        return self._frame.code.co_qualname
+    def gi_running(self) -> bool:
+        return self._running
 
     def __repr__(self) -> str:
         return f"<interpreted generator {self._frame.code.co_qualname}>"

@@ -13,11 +13,13 @@ from types import CellType, FunctionType
 from typing import Any, Callable
 
 from thunder.interpreter.vm.attributes import is_user_function, load_attribute
-from thunder.interpreter.vm.calls import call
+from thunder.interpreter.vm.calls import DEFER, call
 from thunder.interpreter.vm.iteration import get_iterator, next_value
 from thunder.interpreter.vm.operators import truth
 
 __all__ = ["INTERNAL_LOOKASIDES"]
+
+# Returning DEFER means "no user code involved": the builtin is then called as an opaque call.
 
 INTERNAL_LOOKASIDES: dict[int, tuple[Any, Callable]] = {}
 _NO_DEFAULT = object()
@@ -38,7 +40,7 @@ def _interpretable(fn: Any) -> bool:
 @_replaces(builtins.super)
 def _super(context: Any, args: tuple, kwargs: dict) -> Any:
     if args or kwargs or not context.frames:
-        return super(*args, **kwargs)
+        return DEFER
     frame = context.frames[-1]
     code = frame.code
     if "__class__" not in code.co_freevars:
@@ -60,7 +62,7 @@ def _mapped(context: Any, fn: Any, iterables: tuple) -> Any:
 @_replaces(builtins.map)
 def _map(context: Any, args: tuple, kwargs: dict) -> Any:
     if kwargs or len(args) < 2 or not _interpretable(args[0]):
-        return map(*args, **kwargs)
+        return DEFER
     return _mapped(context, args[0], args[1:])
 
 
@@ -73,7 +75,7 @@ def _filtered(context: Any, fn: Any, iterable: Any) -> Any:
 @_replaces(builtins.filter)
 def _filter(context: Any, args: tuple, kwargs: dict) -> Any:
     if kwargs or len(args) != 2 or not _interpretable(args[0]):
-        return filter(*args, **kwargs)
+        return DEFER
     return _filtered(context, args[0], args[1])
 
 
@@ -81,7 +83,7 @@ def _filter(context: Any, args: tuple, kwargs: dict) -> Any:
 def _sorted(context: Any, args: tuple, kwargs: dict) -> Any:
     key = kwargs.get("key")
     if key is None or not _interpretable(key) or len(args) != 1:
-        return sorted(*args, **kwargs)
+        return DEFER
     items = list(args[0])
     keys = [call(context, key, (item,), {}) for item in items]
     order = sorted(range(len(items)), key=keys.__getitem__, reverse=bool(kwargs.get("reverse", False)))
@@ -92,7 +94,7 @@ def _extreme(native: Callable) -> Callable:
     def replacement(context: Any, args: tuple, kwargs: dict) -> Any:
         key = kwargs.get("key")
         if key is None or not _interpretable(key):
-            return native(*args, **kwargs)
+            return DEFER
         items = list(args[0]) if len(args) == 1 else list(args)
         if not items and "default" in kwargs:
             return kwargs["default"]
@@ -111,7 +113,7 @@ _replaces(builtins.max)(_extreme(max))
 @_replaces(functools.reduce)
 def _reduce(context: Any, args: tuple, kwargs: dict) -> Any:
     if kwargs or not _interpretable(args[0]):
-        return functools.reduce(*args, **kwargs)
+        return DEFER
     fn, iterator = args[0], iter(args[1])
     if len(args) > 2:
         accumulated = args[2]
@@ -128,14 +130,14 @@ def _reduce(context: Any, args: tuple, kwargs: dict) -> Any:
 @_replaces(builtins.iter)
 def _iter(context: Any, args: tuple, kwargs: dict) -> Any:
     if len(args) != 1 or kwargs:
-        return iter(*args, **kwargs)
+        return DEFER
     return get_iterator(context, args[0])
 
 
 @_replaces(builtins.next)
 def _next(context: Any, args: tuple, kwargs: dict) -> Any:
     if kwargs or not 1 <= len(args) <= 2:
-        return next(*args, **kwargs)
+        return DEFER
     try:
         return next_value(context, args[0])
     except StopIteration:
@@ -147,7 +149,7 @@ def _next(context: Any, args: tuple, kwargs: dict) -> Any:
 @_replaces(builtins.getattr)
 def _getattr(context: Any, args: tuple, kwargs: dict) -> Any:
     if kwargs or not 2 <= len(args) <= 3 or type(args[1]) is not str:
-        return getattr(*args, **kwargs)
+        return DEFER
     try:
         return load_attribute(context, args[0], args[1])
     except AttributeError:

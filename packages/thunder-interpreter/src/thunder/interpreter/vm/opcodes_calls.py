@@ -13,7 +13,7 @@ from thunder.interpreter.vm.operators import unary_operation
 
 @handles("KW_NAMES")
 def kw_names(frame: Any, op: Any) -> None:
-    frame.kw_names = op.argval
+    frame.kw_names = frame.code.co_consts[op.arg]  # dis leaves argval unresolved on 3.11
 
 
 @handles("CALL")

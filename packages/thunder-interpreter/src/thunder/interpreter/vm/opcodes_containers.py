@@ -106,12 +106,21 @@ def dict_update(frame: Any, op: Any) -> None:
     frame.stack[-op.arg].update(update)
 
 
+def _function_description(function: Any) -> str:
+    """CPython's _PyObject_FunctionStr, used in ``f(**kwargs)`` error messages."""
+    qualname = getattr(function, "__qualname__", None)
+    if qualname is None:
+        return type(function).__name__
+    module = getattr(function, "__module__", None)
+    return f"{module}.{qualname}" if module and module != "builtins" else qualname
+
+
 @handles("DICT_MERGE")
 def dict_merge(frame: Any, op: Any) -> None:
     update = frame.stack.pop()
     target = frame.stack[-op.arg]
     function = frame.stack[-op.arg - 2]
-    name = getattr(function, "__qualname__", type(function).__name__)
+    name = _function_description(function)
     if not hasattr(update, "keys"):
         raise TypeError(f"{name}() argument after ** must be a mapping, not {type(update).__name__}")
     for key in update.keys():

@@ -1,0 +1,123 @@
+"""The compile pipeline: claiming, decomposition, fusion regions, DCE, deletes, caching."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import PythonFusionExecutor, make_prims_executor
+
+import thunder.torch as ltorch
+from thunder.core import pipeline
+from thunder.core.direct_frontend import direct_frontend
+from thunder.core.executor import OperatorExecutor, get_executor, register_executor, resolve_executors
+from thunder.core.transforms.claim_executors import UnclaimedSymbolError
+
+
+def _jit(fn, executors):
+    jitted = pipeline.jit(fn, frontend=direct_frontend)
+    jitted._compile_data.executors = list(executors)  # only these: core registers no default executor
+    return jitted
+
+
+def _fn(a, b):
+    return ltorch.sum(ltorch.exp(ltorch.add(a, b)) * 2, 1)
+
+
+def test_unclaimed_symbols_decompose_to_prims_and_match_eager() -> None:
+    a, b = torch.randn(3, 4), torch.randn(4)
+    jitted = _jit(_fn, [make_prims_executor()])
+    torch.testing.assert_close(jitted(a, b), torch.sum(torch.exp(a + b) * 2, 1))
+    execution = str(pipeline.compile_stats(jitted).last_traces[-1])
+    assert "ltorch" not in execution and "torch.exp(" in execution
+
+
+def test_cache_hits_misses_and_new_entries_for_new_shapes() -> None:
+    jitted = _jit(_fn, [make_prims_executor()])
+    stats = pipeline.compile_stats(jitted)
+    jitted(torch.randn(3, 4), torch.randn(4))
+    jitted(torch.randn(3, 4), torch.randn(4))
+    assert (stats.cache_hits, stats.cache_misses) == (1, 1)
+    jitted(torch.randn(5, 4), torch.randn(4))
+    jitted(torch.randn(3, 4, dtype=torch.float64), torch.randn(4, dtype=torch.float64))
+    assert (stats.cache_hits, stats.cache_misses) == (1, 3)
+    jitted(torch.randn(5, 4), torch.randn(4))
+    assert stats.cache_hits == 2
+
+
+def test_python_values_are_guarded() -> None:
+    jitted = _jit(lambda a, n: ltorch.mul(a, n), [make_prims_executor()])
+    a = torch.ones(2)
+    assert jitted(a, 2).tolist() == [2.0, 2.0]
+    assert jitted(a, 3).tolist() == [3.0, 3.0]  # a changed number is a new entry, never the stale one
+    assert pipeline.compile_stats(jitted).cache_misses == 2
+
+
+def test_a_symbol_nobody_can_run_is_an_error() -> None:
+    with pytest.raises(UnclaimedSymbolError, match="prims.cos"):
+        _jit(lambda a: ltorch.cos(a), [make_prims_executor()])(torch.randn(2))
+
+
+def test_fusion_executor_groups_neighbouring_claims_into_regions() -> None:
+    fuser = PythonFusionExecutor()
+
+    def fn(a, b):
+        c = ltorch.sin(a) * b + 1.0  # elementwise: one region
+        d = ltorch.sum(c, 0)  # a reduction breaks the region
+        return ltorch.exp(d) * 2.0
+
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    jitted = _jit(fn, [fuser, make_prims_executor()])
+    torch.testing.assert_close(jitted(a, b), torch.exp(torch.sum(torch.sin(a) * b + 1.0, 0)) * 2.0)
+    execution = str(pipeline.compile_stats(jitted).last_traces[-1])
+    assert "PyFusion0(" in execution and "PyFusion1(" in execution
+    assert "# t" in execution and "prims.sin" in execution  # the fused prims print as comments
+    assert len(fuser.fused_regions) == 2
+
+
+def test_dead_code_is_removed_and_intermediates_deleted() -> None:
+    def fn(a):
+        unused = ltorch.exp(a)  # noqa: F841
+        b = ltorch.sin(a)
+        return ltorch.mul(b, b)
+
+    jitted = _jit(fn, [make_prims_executor()])
+    jitted(torch.randn(2))
+    execution = str(pipeline.compile_stats(jitted).last_traces[-1])
+    assert "exp" not in execution
+    assert "del [t" in execution
+
+
+def test_executor_registry_and_resolution() -> None:
+    executor = register_executor(OperatorExecutor("registry_test"))
+    assert get_executor("registry_test") is executor
+    assert resolve_executors(["registry_test"])[0] is executor
+    with pytest.raises(ValueError, match="no executor named 'nope'"):
+        get_executor("nope")
+
+
+def test_executor_plugins_load_from_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib import metadata
+
+    import thunder.core.executor as executor_module
+
+    class FakeEntryPoint:
+        name, value = "fake_plugin", "fake:executor"
+
+        def load(self):
+            return lambda: OperatorExecutor("fake_plugin")
+
+    monkeypatch.setattr(executor_module, "_entry_points_loaded", False)
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [FakeEntryPoint()] if group == "thunder.executors" else [])
+    assert get_executor("fake_plugin").name == "fake_plugin"
+
+
+def test_printed_execution_trace_runs_on_its_own() -> None:
+    jitted = _jit(_fn, [make_prims_executor()])
+    a, b = torch.randn(3, 4), torch.randn(4)
+    expected = jitted(a, b)
+    namespace: dict = {}
+    source = str(pipeline.compile_stats(jitted).last_traces[-1])
+    if "bound when compiled" in source:
+        pytest.fail(f"the execution trace refers to objects it does not import:\n{source}")
+    exec(compile(source, "printed", "exec"), namespace)
+    torch.testing.assert_close(namespace["computation"](a, b), expected)

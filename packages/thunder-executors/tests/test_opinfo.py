@@ -1,0 +1,238 @@
+"""The torch language against eager PyTorch, driven by PyTorch's OpInfo database.
+
+Every OpInfo whose operator maps to a thunder symbol (``thunder.torch.symbol_for``) is run on its
+sample inputs twice: with the torch executor claiming the torch-language symbol directly
+("torch"), and with an executor that only knows the prims, which forces the decompositions
+("prims"). Each result must match eager exactly in dtype and within ``assert_close``'s tolerances
+in value; a sample that raises in eager must raise in thunder too. Ops that the torch language
+does not cover are not collected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.opinfo.core import OpInfo, SampleInput
+
+import thunder.executors.torchex as tx
+import thunder.torch as ltorch
+from thunder.core import pipeline
+from thunder.core.direct_frontend import direct_frontend
+from thunder.core.symbol import Symbol
+
+# Arguments of OpInfo samples that thunder rejects with a NotImplementedError on purpose, by OpInfo
+# name: the reason, and a fragment of the error message. Only these NotImplementedErrors pass.
+NOT_IMPLEMENTED: dict[str, tuple[str, str]] = {
+    "nn.functional.cross_entropy": ("label_smoothing is not supported", "label_smoothing"),
+    "softmax": ("softmax without dim (deprecated implicit dim)", "without dim"),
+    "log_softmax": ("log_softmax without dim (deprecated implicit dim)", "without dim"),
+    "view": ("Tensor.view(dtype) reinterprets bits", "view(dtype)"),
+    "to": ("Tensor.to with memory_format / to another device", "Tensor.to"),
+}
+
+# Random ops: compared by their statistics in the tests at the end of this file, not by value.
+RANDOM_SYMBOLS: frozenset[str] = frozenset({"ltorch.dropout", "ltorch.rand"})
+
+EXECUTOR_MODES = ("torch", "prims")
+FAST_DTYPES = (torch.float32,)
+SLOW_DTYPES = (torch.int64, torch.bool, torch.bfloat16)
+# bfloat16 is checked for a subset: elementwise, reductions and normalizations, where decompositions
+# upcast to float32 and must round like eager.
+BFLOAT16_OPS = frozenset({
+    "add", "sub", "mul", "div", "true_divide", "exp", "log", "sin", "tanh", "sqrt", "rsqrt", "sigmoid", "erf",
+    "sum", "mean", "var", "prod", "amax", "softmax", "log_softmax", "nn.functional.gelu", "nn.functional.silu",
+    "nn.functional.relu", "nn.functional.linear", "matmul", "where", "clamp", "pow", "cat",
+})  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Which OpInfos thunder covers
+
+
+def symbol_for_opinfo(opinfo: OpInfo) -> Symbol | None:
+    """The thunder symbol standing for the OpInfo's operator, through its function, method or F name."""
+    candidates = [opinfo.op, getattr(torch.Tensor, opinfo.name, None)]
+    if opinfo.name.startswith("nn.functional."):
+        candidates.append(getattr(F, opinfo.name.removeprefix("nn.functional."), None))
+    for candidate in candidates:
+        symbol = ltorch.symbol_for(candidate) if candidate is not None else None
+        if symbol is not None:
+            return symbol
+    return None
+
+
+def covered_opinfos() -> list[tuple[OpInfo, Symbol]]:
+    pairs = [(opinfo, symbol_for_opinfo(opinfo)) for opinfo in op_db]
+    return [(opinfo, symbol) for opinfo, symbol in pairs if symbol is not None]
+
+
+COVERED = covered_opinfos()
+VALUE_TESTED = [(o, s) for o, s in COVERED if s.id not in RANDOM_SYMBOLS]
+
+
+def _opinfo_id(opinfo: OpInfo) -> str:
+    return f"{opinfo.name}.{opinfo.variant_test_name}" if opinfo.variant_test_name else opinfo.name
+
+
+def _params(dtypes: tuple[torch.dtype, ...], marks: tuple = ()) -> list:
+    params = []
+    for opinfo, symbol in VALUE_TESTED:
+        for dtype in dtypes:
+            if dtype not in opinfo.supported_dtypes("cpu"):
+                continue
+            if dtype is torch.bfloat16 and opinfo.name not in BFLOAT16_OPS:
+                continue
+            for mode in EXECUTOR_MODES:
+                name = f"{_opinfo_id(opinfo)}-{str(dtype).removeprefix('torch.')}-{mode}"
+                params.append(pytest.param(opinfo, symbol, dtype, mode, id=name, marks=marks))
+    return params
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiling and comparing
+
+
+def _prims_only_executor() -> tx.TorchExecutor:
+    executor = tx.TorchExecutor("prims_only")
+    executor.implementations = {k: v for k, v in tx.executor.implementations.items() if k.startswith("prims.")}
+    return executor
+
+
+PRIMS_ONLY = _prims_only_executor()
+
+
+def compile_symbol(symbol: Symbol, mode: str) -> Callable:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        return symbol(*args, **kwargs)
+
+    jitted = pipeline.jit(fn, frontend=direct_frontend, executors=[tx.executor])
+    if mode == "prims":
+        jitted._compile_data.executors = [PRIMS_ONLY]
+    return jitted
+
+
+@dataclass
+class Outcome:
+    value: Any = None
+    error: BaseException | None = None
+
+
+def run(fn: Callable, sample: SampleInput) -> Outcome:
+    try:
+        return Outcome(value=fn(sample.input, *sample.args, **sample.kwargs))
+    except Exception as error:  # noqa: BLE001 -- any exception is an answer to compare
+        return Outcome(error=error)
+
+
+def _tolerances(dtype: torch.dtype) -> dict[str, float]:
+    return {"atol": 1e-2, "rtol": 1.6e-2} if dtype is torch.bfloat16 else {}
+
+
+def is_accepted_not_implemented(opinfo: OpInfo, error: BaseException | None) -> bool:
+    if not isinstance(error, NotImplementedError) or opinfo.name not in NOT_IMPLEMENTED:
+        return False
+    return NOT_IMPLEMENTED[opinfo.name][1] in str(error)
+
+
+def check_sample(opinfo: OpInfo, symbol: Symbol, sample: SampleInput, mode: str, dtype: torch.dtype) -> str | None:
+    """None when thunder agrees with eager on ``sample``, else a description of the disagreement."""
+    expected = run(opinfo.op, sample)
+    actual = run(compile_symbol(symbol, mode), sample)
+    if is_accepted_not_implemented(opinfo, actual.error):
+        return None
+    if expected.error is not None:
+        if actual.error is None:
+            return f"eager raised {type(expected.error).__name__}: {expected.error} but thunder did not"
+        return None
+    if actual.error is not None:
+        return f"thunder raised {type(actual.error).__name__}: {actual.error}"
+    try:
+        torch.testing.assert_close(actual.value, expected.value, equal_nan=True, **_tolerances(dtype))
+    except AssertionError as mismatch:
+        return f"mismatch: {mismatch}"
+    return None
+
+
+def samples(opinfo: OpInfo, dtype: torch.dtype) -> Iterator[SampleInput]:
+    torch.manual_seed(0)
+    yield from opinfo.sample_inputs("cpu", dtype, requires_grad=False)
+
+
+def check_opinfo(opinfo: OpInfo, symbol: Symbol, dtype: torch.dtype, mode: str) -> None:
+    failures = []
+    for index, sample in enumerate(samples(opinfo, dtype)):
+        problem = check_sample(opinfo, symbol, sample, mode, dtype)
+        if problem is not None:
+            failures.append(f"sample {index} {sample.summary() if hasattr(sample, 'summary') else sample}:\n  {problem}")
+    assert not failures, f"{len(failures)} failing samples:\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize(("opinfo", "symbol", "dtype", "mode"), _params(FAST_DTYPES))
+def test_opinfo(opinfo: OpInfo, symbol: Symbol, dtype: torch.dtype, mode: str) -> None:
+    check_opinfo(opinfo, symbol, dtype, mode)
+
+
+@pytest.mark.parametrize(
+    ("opinfo", "symbol", "dtype", "mode"), _params(SLOW_DTYPES, marks=(pytest.mark.slow,))
+)
+def test_opinfo_other_dtypes(opinfo: OpInfo, symbol: Symbol, dtype: torch.dtype, mode: str) -> None:
+    check_opinfo(opinfo, symbol, dtype, mode)
+
+
+def test_coverage_is_not_empty() -> None:
+    assert len(COVERED) > 50, "the OpInfo database maps to surprisingly few thunder symbols"
+
+
+# ---------------------------------------------------------------------------------------------
+# Random ops: shape, dtype and statistics
+
+
+@pytest.mark.parametrize("mode", EXECUTOR_MODES)
+@pytest.mark.parametrize("p", [0.2, 0.5, 0.8])
+def test_dropout_statistics(mode: str, p: float) -> None:
+    a = torch.rand(200, 500) + 0.5  # no zeros of its own
+    out = compile_symbol(ltorch.dropout, mode)(a, p, True)
+    assert out.shape == a.shape and out.dtype == a.dtype
+    zero_fraction = (out == 0).float().mean().item()
+    assert math.isclose(zero_fraction, p, abs_tol=0.02), f"{zero_fraction=} for {p=}"
+    kept = out != 0
+    torch.testing.assert_close(out[kept], a[kept] / (1 - p))
+
+
+@pytest.mark.parametrize("mode", EXECUTOR_MODES)
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0])
+def test_dropout_edge_cases(mode: str, p: float) -> None:
+    a = torch.randn(8, 9)
+    torch.testing.assert_close(compile_symbol(ltorch.dropout, mode)(a, p, False), a)
+    out = compile_symbol(ltorch.dropout, mode)(a, p, True)
+    expected = a if p == 0.0 else torch.zeros_like(a) if p == 1.0 else None
+    if expected is not None:
+        torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.parametrize("mode", EXECUTOR_MODES)
+def test_dropout_rejects_bad_probability(mode: str) -> None:
+    with pytest.raises(Exception):  # noqa: B017 -- eager raises ValueError; any exception is fine
+        compile_symbol(ltorch.dropout, mode)(torch.randn(3), 1.5, True)
+
+
+@pytest.mark.parametrize("mode", EXECUTOR_MODES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_rand(mode: str, dtype: torch.dtype) -> None:
+    def fn(x: Any) -> Any:
+        return ltorch.rand(1000, 30, dtype=dtype) + x * 0
+
+    jitted = pipeline.jit(fn, frontend=direct_frontend, executors=[tx.executor])
+    if mode == "prims":
+        jitted._compile_data.executors = [PRIMS_ONLY]
+    result = jitted(torch.zeros((), dtype=dtype))
+    assert result.shape == (1000, 30) and result.dtype == dtype
+    assert result.min() >= 0 and result.max() <= 1
+    assert math.isclose(result.float().mean().item(), 0.5, abs_tol=0.02)
