@@ -5,25 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def _allow_vm_without_torch() -> None:
-    """thunder/interpreter/__init__.py imports the torch-based frontend; the VM itself does not
-    need torch, so where torch is missing (the 3.12 test run) load the VM package on its own."""
-    import importlib.util
-    import pathlib
-    import sys
-    import types
-
-    if importlib.util.find_spec("torch") is not None or "thunder.interpreter" in sys.modules:
-        return
-    package_dir = pathlib.Path(__file__).resolve().parents[2] / "src" / "thunder" / "interpreter"
-    shim = types.ModuleType("thunder.interpreter")
-    shim.__path__ = [str(package_dir)]
-    sys.modules["thunder.interpreter"] = shim
-
-
-_allow_vm_without_torch()
-
-from thunder.interpreter.vm import InterpreterHooks, interpret  # noqa: E402
+from thunder.interpreter.vm import InterpreterHooks, interpret
 
 
 class LoggingHooks(InterpreterHooks):
@@ -60,7 +42,7 @@ def check(fn: Any, *args: Any, **kwargs: Any) -> Any:
     return actual
 
 
-import pytest  # noqa: E402
+import pytest
 
 
 @pytest.fixture(name="check")

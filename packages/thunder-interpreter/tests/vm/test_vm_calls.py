@@ -176,3 +176,50 @@ def test_builtins_calling_back_user_code(check, run_vm):
         )
 
     check(f, [1, 2, 3, 4, 5])
+
+
+def test_comprehension_cells_and_shadowing(check):
+    def f(xs):
+        x = "outer"
+        funcs = [lambda: x for x in xs]
+        squares = [x * x for x in xs]
+        nested = [[y + x for y in xs] for x in xs]
+        return [g() for g in funcs], squares, nested, x
+
+    check(f, [1, 2, 3])
+
+    def g(xs):
+        return [x for x in xs], x_defined()
+
+    def x_defined():
+        return "ok"
+
+    check(g, [1])
+
+    def h(xs):
+        out = [y for y in xs]
+        return y  # noqa: F821 - y is not bound outside the comprehension
+
+    check(h, [1])
+
+
+def test_methods_of_classes_defined_during_run_do_not_get_closure_sources():
+    from thunder.core.sources import ClosureSource
+    from thunder.interpreter.vm import InterpreterHooks, interpret
+
+    seen = []
+
+    class Hooks(InterpreterHooks):
+        def on_load(self, value, source):
+            seen.append(source)
+            return value
+
+    def f(n):
+        class Local:
+            def get(self):
+                return n
+
+        return Local().get()
+
+    assert interpret(f, (3,), {}, Hooks()) == 3
+    assert not any(isinstance(source, ClosureSource) for source in seen)

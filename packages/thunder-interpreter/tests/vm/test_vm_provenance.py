@@ -195,3 +195,22 @@ def test_user_property_and_getattr_are_interpreted():
     assert any(name.endswith("Lazy.doubled") for name in qualnames)
     assert any(name.endswith("Lazy.__getattr__") for name in qualnames)
     assert "args[0]._data['w']" in hooks.described()
+
+
+def test_dict_items_and_values_give_item_sources():
+    class V:
+        def __init__(self, v):
+            self.v = v
+
+    def f(d):
+        total = 0
+        for key, value in d.items():
+            total += value.v
+        for value in d.values():
+            total += value.v
+        return total
+
+    hooks = RecordingHooks()
+    assert interpret(f, ({"a": V(1), "b": V(2)},), {}, hooks, arg_sources=[ArgumentSource(0)]) == 6
+    described = hooks.described()
+    assert "args[0]['a']" in described and "args[0]['b'].v" in described

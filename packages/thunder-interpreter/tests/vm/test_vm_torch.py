@@ -79,3 +79,20 @@ def test_module_construction_is_interpreted():
     reference = build()
     x = torch.randn(2, 4)
     torch.testing.assert_close(model(x), reference(x))
+
+
+def test_module_dict_items_get_sources():
+    class WithDict(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.heads = torch.nn.ModuleDict({"a": torch.nn.Linear(2, 2), "b": torch.nn.Linear(2, 2)})
+
+        def forward(self, x):
+            return sum(head(x) for name, head in self.heads.items())
+
+    model = WithDict()
+    x = torch.randn(1, 2)
+    hooks = Hooks()
+    result = interpret(lambda m, x: m(x), (model, x), {}, hooks, arg_sources=[ArgumentSource(0), ArgumentSource(1)])
+    torch.testing.assert_close(result, model(x))
+    assert any(source.startswith("args[0].heads") and source.endswith("['a']") for source in hooks.sources)

@@ -39,3 +39,14 @@ def test_unsupported_instruction_names_construct_and_location():
     message = str(info.value)
     assert "thunder's interpreter does not support the" in message
     assert "await" in message and f"{__file__}:" in message
+
+
+def test_user_handlers_cannot_swallow_interpreter_errors():
+    def f():
+        try:
+            return coroutine_function(1)
+        except Exception:
+            return "swallowed"
+
+    with pytest.raises(InterpreterError):
+        interpret(f, (), {}, InterpreterHooks())

@@ -11,7 +11,7 @@ from thunder.torch.elementwise import (  # type: ignore[attr-defined]
     abs, acos, add, asin, atan, atan2, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clamp, cos, cosh,
     div, eq, erf, erfc, exp, exp2, expm1, floor, floor_divide, fmod, ge, gt, isfinite, isnan, le, log, log1p, log2,
     lt, maximum, minimum, mul, ne, neg, positive, pow, reciprocal, remainder, round, rsqrt, sign, sin, sinh, sqrt,
-    sub, tan, tanh, true_divide, trunc, where,
+    sub, tan, tanh, tensor_where, true_divide, trunc, where,
 )  # fmt: skip  # noqa: A004
 from thunder.torch.nn import (
     bmm, cross_entropy, dropout, gelu, linear, log_softmax, matmul, mm, nll_loss, relu, sigmoid, silu, softmax,

@@ -39,7 +39,8 @@ def type_as(a: Any, other: Any) -> Any:
 
 
 def _dtype_method(name: str, dtype: dtypes.dtype) -> Symbol:
-    def convert(a: Any) -> Any:
+    def convert(a: Any, memory_format: Any = None) -> Any:
+        # traces are functional: a memory format changes strides, never values
         return to_dtype(a, dtype)
 
     convert.__name__ = name

@@ -54,7 +54,7 @@ _UNARY = [
     ("atan", prims.atan, INT_TO_FLOAT), ("sqrt", prims.sqrt, INT_TO_FLOAT), ("rsqrt", prims.rsqrt, INT_TO_FLOAT),
     ("reciprocal", prims.reciprocal, INT_TO_FLOAT), ("erf", prims.erf, INT_TO_FLOAT),
     ("erfc", prims.erfc, INT_TO_FLOAT), ("sigmoid", prims.sigmoid, INT_TO_FLOAT), ("sign", prims.sign, DEFAULT),
-    ("floor", prims.floor, DEFAULT), ("ceil", prims.ceil, DEFAULT), ("round", prims.round, DEFAULT),
+    ("floor", prims.floor, DEFAULT), ("ceil", prims.ceil, DEFAULT),
     ("trunc", prims.trunc, DEFAULT), ("bitwise_not", prims.bitwise_not, DEFAULT),
     ("isfinite", prims.isfinite, ALWAYS_BOOL), ("isnan", prims.isnan, ALWAYS_BOOL),
 ]  # fmt: skip
@@ -129,11 +129,34 @@ def floor_divide(a: Any, b: Any) -> Any:
     return to_dtype(prims.div(prims.sub(a, prims.remainder(a, b)), b), result_dtype)
 
 
-@torchsymbol(torch.where, torch.Tensor.where, method="where", tags=ELEMENTWISE)
+@torchsymbol(torch.round, torch.Tensor.round, method="round", tags=ELEMENTWISE)
+def round(a: Any, *, decimals: int = 0) -> Any:  # noqa: A001 -- torch's name
+    if decimals == 0:
+        return apply_elementwise(prims.round, a, kind=DEFAULT)
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        raise RuntimeError(f"round with decimals is not implemented for {a.dtype.name}")
+    # as PyTorch's kernel: scale by a power of ten, round half to even, scale back
+    computation_dtype, result_dtype = elementwise_dtypes(a, kind=DEFAULT)
+    x = to_dtype(a, computation_dtype)
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        rounded = prims.div(prims.round(prims.mul(x, scale)), scale)
+    else:
+        rounded = prims.mul(prims.round(prims.div(x, scale)), scale)
+    return to_dtype(rounded, result_dtype)
+
+
+@torchsymbol(torch.where, tags=ELEMENTWISE)
 def where(condition: Any, a: Any, b: Any) -> Any:
     _, result_dtype = elementwise_dtypes(a, b, kind=DEFAULT)
     condition, a, b = broadcast(condition, a, b)
     return prims.where(to_dtype(condition, dtypes.bool8), to_dtype(a, result_dtype), to_dtype(b, result_dtype))
+
+
+@torchsymbol(torch.Tensor.where, method="where", name="tensor_where", tags=ELEMENTWISE)
+def tensor_where(a: Any, condition: Any, other: Any) -> Any:
+    """``a.where(condition, other)``: the tensor is where's *second* argument."""
+    return where(condition, a, other)
 
 
 @torchsymbol(torch.clamp, torch.clip, torch.Tensor.clamp, torch.Tensor.clip, method=("clamp", "clip"), tags=ELEMENTWISE)

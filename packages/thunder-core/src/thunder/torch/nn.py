@@ -109,6 +109,8 @@ def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype:
     computation_dtype, result_dtype = _softmax_dtype(a, dtype)
     a = to_dtype(a, computation_dtype)
     d = canonical_dim(_implicit_dim(dim), a.ndim)
+    if a.numel() == 0:
+        return to_dtype(a, result_dtype)
     shifted = ew.sub(a, reductions.amax(a, d, keepdim=True))
     exponentials = ew.exp(shifted)
     return to_dtype(ew.true_divide(exponentials, reductions.sum(exponentials, d, keepdim=True)), result_dtype)
@@ -119,6 +121,8 @@ def log_softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dt
     computation_dtype, result_dtype = _softmax_dtype(a, dtype)
     a = to_dtype(a, computation_dtype)
     d = canonical_dim(_implicit_dim(dim), a.ndim)
+    if a.numel() == 0:
+        return to_dtype(a, result_dtype)
     shifted = ew.sub(a, reductions.amax(a, d, keepdim=True))
     log_normalizer = ew.log(reductions.sum(ew.exp(shifted), d, keepdim=True))
     return to_dtype(ew.sub(shifted, log_normalizer), result_dtype)
@@ -169,8 +173,9 @@ def _class_weights(weight: TensorProxy | None, target: TensorProxy, kept: Tensor
     if weight is None:
         return ones
     safe = ew.where(kept, target, 0)
-    picked = prims.take_along_axis(weight, shape.reshape(safe, (safe.numel(),)), 0)
-    return ew.mul(shape.reshape(picked, target.shape), ones)
+    flat = prims.reshape(safe, (safe.numel(),)) if safe.ndim != 1 else safe
+    picked = prims.take_along_axis(weight, flat, 0)
+    return ew.mul(prims.reshape(picked, target.shape) if picked.shape != target.shape else picked, ones)
 
 
 @torchsymbol(F.cross_entropy)
@@ -182,10 +187,19 @@ def cross_entropy(a: TensorProxy, target: TensorProxy, weight: TensorProxy | Non
         raise NotImplementedError("cross_entropy with label_smoothing is not supported by thunder yet")
     class_dim = 0 if a.ndim == 1 else 1
     log_probabilities = log_softmax(a, class_dim)
-    if target.dtype.is_floating_point:  # class probabilities
-        if weight is not None:
-            raise NotImplementedError("cross_entropy with probability targets and weight is not supported yet")
-        losses = ew.neg(reductions.sum(ew.mul(log_probabilities, target), class_dim))
-        divisor = float(a.shape[0]) if a.ndim > 1 and reduction == "mean" else None
-        return _reduce_loss(losses, reduction, divisor)
+    if target.dtype.is_floating_point:
+        return _cross_entropy_with_probabilities(log_probabilities, target, weight, class_dim, reduction)
     return nll_loss(log_probabilities, target, weight, ignore_index=ignore_index, reduction=reduction)
+
+
+def _cross_entropy_with_probabilities(log_probabilities: TensorProxy, target: TensorProxy, weight: TensorProxy | None,
+                                      class_dim: int, reduction: str) -> TensorProxy:  # fmt: skip
+    """Class-probability targets; the mean is over all positions (the numel divided by the classes)."""
+    products = ew.mul(log_probabilities, target)
+    if weight is not None:
+        weight_shape = tuple(weight.shape[0] if d == class_dim else 1 for d in range(products.ndim))
+        products = ew.mul(products, shape.reshape(weight, weight_shape))
+    losses = ew.neg(reductions.sum(products, class_dim))
+    classes = log_probabilities.shape[class_dim]
+    divisor = float(log_probabilities.numel() // classes) if classes else 0.0
+    return _reduce_loss(losses, reduction, divisor if reduction == "mean" else None)

@@ -103,6 +103,8 @@ def argmin(a: TensorProxy, dim: int | None = None, keepdim: bool = False) -> Ten
 @torchsymbol(torch.var, torch.Tensor.var, method="var", tags=REDUCTION)
 def var(a: TensorProxy, dim: Any = None, *, correction: float | None = None, keepdim: bool = False,
         unbiased: bool | None = None) -> TensorProxy:  # fmt: skip
+    if isinstance(dim, bool):  # the var(input, unbiased) overload
+        dim, unbiased = None, dim
     if correction is None:
         correction = 0 if unbiased is False else 1
     dims = canonical_dims(dim, a.ndim)

@@ -1,9 +1,20 @@
 """thunder's frontend: a Python bytecode interpreter written in Python.
 
-``thunder.interpreter.vm`` runs bytecode and reports what it loads and calls;
+``thunder.interpreter.vm`` runs bytecode and reports what it loads and calls (it needs no torch);
 ``thunder.interpreter.frontend`` uses that to turn a call into prologue and computation traces.
 """
 
-from thunder.interpreter.frontend import interpreter_frontend
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["interpreter_frontend"]
+
+
+def __getattr__(name: str) -> Any:
+    # The frontend imports torch; importing it lazily keeps ``thunder.interpreter.vm`` torch-free.
+    if name == "interpreter_frontend":
+        from thunder.interpreter.frontend import interpreter_frontend
+
+        return interpreter_frontend
+    raise AttributeError(name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from types import FunctionType, MethodType
+from types import BuiltinMethodType, FunctionType, MethodType
 from typing import Any
 
 from thunder.interpreter.vm.errors import InterpreterError
@@ -79,9 +79,24 @@ def _call_other(context: Any, fn: Any, fn_type: type, args: tuple, kwargs: dict)
     return call_opaque(context, fn, args, kwargs)
 
 
+_DICT_VIEW_TYPES = (type({}.items()), type({}.values()))
+
+
 def call_opaque(context: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
     context.hooks.check_opaque_call(fn, args, kwargs)
-    return fn(*args, **kwargs)
+    result = fn(*args, **kwargs)
+    if type(result) in _DICT_VIEW_TYPES and type(fn) is BuiltinMethodType:
+        _remember_dict_view(context, fn, result)
+    return result
+
+
+def _remember_dict_view(context: Any, method: Any, view: Any) -> None:
+    """``d.items()`` / ``d.values()`` on a sourced dict: iterating the view reports ``d[key]``."""
+    mapping = getattr(method, "__self__", None)
+    if type(mapping) is dict:
+        source = context.provenance.source_of(mapping)
+        if source is not None:
+            context.dict_views[id(view)] = (view, mapping, source)
 
 
 def interpret_function(context: Any, function: FunctionType, args: tuple, kwargs: dict) -> Any:

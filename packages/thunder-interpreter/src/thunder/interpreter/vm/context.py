@@ -21,8 +21,8 @@ class InterpreterContext:
     """
 
     __slots__ = (
-        "hooks", "provenance", "frames", "exception_slots", "created_functions",
-        "propagating", "reraising", "type_cache",
+        "hooks", "provenance", "frames", "exception_slots", "created_functions", "created_cells",
+        "propagating", "reraising", "type_cache", "next_methods", "dict_views",
     )
 
     def __init__(self, hooks: InterpreterHooks) -> None:
@@ -31,9 +31,12 @@ class InterpreterContext:
         self.frames: list = []
         self.exception_slots: list = [None]
         self.created_functions: dict[int, Any] = {}
+        self.created_cells: dict[int, Any] = {}
         self.propagating: BaseException | None = None
         self.reraising: BaseException | None = None
         self.type_cache: dict = {}
+        self.next_methods: dict = {}
+        self.dict_views: dict = {}
 
     def load(self, value: Any, source: Source) -> Any:
         """Report a value with known provenance and remember the source of what is used."""

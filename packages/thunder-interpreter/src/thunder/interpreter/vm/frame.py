@@ -47,6 +47,8 @@ def make_frame(context: Any, function: FunctionType, args: tuple, kwargs: dict) 
     closure = function.__closure__
     if closure and id(function) not in context.created_functions:
         register = context.provenance.register_cell
+        created_cells = context.created_cells
         for index, cell in enumerate(closure):
-            register(cell, ClosureSource(function, index))
+            if id(cell) not in created_cells:
+                register(cell, ClosureSource(function, index))
     return frame

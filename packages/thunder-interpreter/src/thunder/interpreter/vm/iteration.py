@@ -45,8 +45,23 @@ def is_sourced_sequence(value: Any) -> bool:
     return container is not None and isinstance(value, (container.ModuleList, container.Sequential))
 
 
+_ITEMS_VIEW = type({}.items())
+_VALUES_VIEW = type({}.values())
+
+
+def _iterate_dict_view(context: Any, view: Any, mapping: dict, source: Source) -> Any:
+    for key, value in mapping.items():
+        if type(key) is int or type(key) is str:
+            value = context.load(value, ItemSource(source, key))
+        yield (key, value) if type(view) is _ITEMS_VIEW else value
+
+
 def get_iterator(context: Any, obj: Any) -> Any:
     cls = type(obj)
+    if (cls is _ITEMS_VIEW or cls is _VALUES_VIEW) and context.dict_views:
+        entry = context.dict_views.get(id(obj))
+        if entry is not None and entry[0] is obj:
+            return _iterate_dict_view(context, obj, entry[1], entry[2])
     if cls in _PLAIN_ITERABLES and cls not in (list, tuple):
         return iter(obj)
     source = context.provenance.source_of(obj)
@@ -64,15 +79,16 @@ def get_iterator(context: Any, obj: Any) -> Any:
 def next_value(context: Any, iterator: Any) -> Any:
     """``next(iterator)``; raises StopIteration when exhausted."""
     cls = type(iterator)
-    cache = context.type_cache
-    key = (cls, "__next__:interpret")
-    method = cache.get(key, MISSING)
+    cache = context.next_methods
+    method = cache.get(cls, MISSING)
+    if method is None:
+        return next(iterator)
     if method is MISSING:
         found = lookup_type(cls, "__next__")
         method = found if is_user_function(found) else None
-        cache[key] = method
-    if method is None:
-        return next(iterator)
+        cache[cls] = method
+        if method is None:
+            return next(iterator)
     return call(context, method, (iterator,), {})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from thunder.interpreter.vm.dispatch import YIELD
-from thunder.interpreter.vm.errors import annotate_exception
+from thunder.interpreter.vm.errors import InterpreterError, annotate_exception
 from thunder.interpreter.vm.frame import Frame
 
 __all__ = ["run_frame"]
@@ -41,7 +41,9 @@ def _loop(frame: Frame) -> Any:
         try:
             signal = op.handler(frame, op)
         except BaseException as exc:
-            if _handle_exception(frame, op, exc, fresh=True):
+            # User handlers must not swallow "the VM cannot do this": it would silently
+            # change what the program does.
+            if not isinstance(exc, InterpreterError) and _handle_exception(frame, op, exc, fresh=True):
                 continue
             _escape(frame, op, exc)
             raise

@@ -99,7 +99,11 @@ def delete_name(frame: Any, op: Any) -> None:
 @handles("MAKE_CELL")
 def make_cell(frame: Any, op: Any) -> None:
     value = frame.locals[op.arg]
-    frame.locals[op.arg] = CellType() if value is NULL else CellType(value)
+    cell = CellType() if value is NULL else CellType(value)
+    frame.locals[op.arg] = cell
+    # Cells made during the run are not closure state from before it: never a ClosureSource,
+    # even when a function created natively (a class body's method) closes over them.
+    frame.context.created_cells[id(cell)] = cell
 
 
 @handles("COPY_FREE_VARS")

@@ -15,16 +15,19 @@ from thunder.interpreter.vm.calls import MISSING, call, lookup_type
 
 __all__ = ["binary_operation", "compare", "unary_operation", "truth", "has_user_dunder", "call_dunder"]
 
-_BINARY = [
-    (operator.add, "add", "+"), (operator.and_, "and", "&"), (operator.floordiv, "floordiv", "//"),
-    (operator.lshift, "lshift", "<<"), (operator.matmul, "matmul", "@"), (operator.mul, "mul", "*"),
-    (operator.mod, "mod", "%"), (operator.or_, "or", "|"), (operator.pow, "pow", "**"),
-    (operator.rshift, "rshift", ">>"), (operator.sub, "sub", "-"), (operator.truediv, "truediv", "/"),
-    (operator.xor, "xor", "^"),
+_BINARY_SPECS = [
+    (operator.add, operator.iadd, "add", "+"), (operator.and_, operator.iand, "and", "&"),
+    (operator.floordiv, operator.ifloordiv, "floordiv", "//"), (operator.lshift, operator.ilshift, "lshift", "<<"),
+    (operator.matmul, operator.imatmul, "matmul", "@"), (operator.mul, operator.imul, "mul", "*"),
+    (operator.mod, operator.imod, "mod", "%"), (operator.or_, operator.ior, "or", "|"),
+    (operator.pow, operator.ipow, "pow", "**"), (operator.rshift, operator.irshift, "rshift", ">>"),
+    (operator.sub, operator.isub, "sub", "-"), (operator.truediv, operator.itruediv, "truediv", "/"),
+    (operator.xor, operator.ixor, "xor", "^"),
 ]
-_INPLACE = [
-    operator.iadd, operator.iand, operator.ifloordiv, operator.ilshift, operator.imatmul, operator.imul,
-    operator.imod, operator.ior, operator.ipow, operator.irshift, operator.isub, operator.itruediv, operator.ixor,
+# BINARY_OP's oparg indexes this: 0-12 binary, 13-25 in-place, each with its dunder names.
+_BINARY = [
+    (native, inplace, f"__{name}__", f"__r{name}__", f"__i{name}__", symbol)
+    for native, inplace, name, symbol in _BINARY_SPECS
 ]
 _COMPARISONS = {
     "<": (operator.lt, "__lt__", "__gt__"), "<=": (operator.le, "__le__", "__ge__"),
@@ -55,26 +58,26 @@ def call_dunder(context: Any, method: Any, obj: Any, *args: Any) -> Any:
 
 
 def binary_operation(context: Any, index: int, left: Any, right: Any) -> Any:
-    if index >= 13:
-        return _inplace_operation(context, index - 13, left, right)
-    native, name, symbol = _BINARY[index]
-    if not (has_user_dunder(context, type(left), f"__{name}__") or has_user_dunder(context, type(right), f"__r{name}__")):
-        return native(left, right)
-    return _dispatch_binary(context, left, right, f"__{name}__", f"__r{name}__", symbol)
-
-
-def _inplace_operation(context: Any, index: int, left: Any, right: Any) -> Any:
-    native, name, symbol = _BINARY[index]
-    inplace_name = f"__i{name}__"
-    user = has_user_dunder(context, type(left), inplace_name)
-    if not (user or has_user_dunder(context, type(left), f"__{name}__") or has_user_dunder(context, type(right), f"__r{name}__")):
-        return _INPLACE[index](left, right)
-    method = lookup_type(type(left), inplace_name)
-    if method is not MISSING and method is not None:
-        result = call_dunder(context, method, left, right)
-        if result is not NotImplemented:
-            return result
-    return _dispatch_binary(context, left, right, f"__{name}__", f"__r{name}__", symbol + "=")
+    inplace = index >= 13
+    native, native_inplace, name, reflected, inplace_name, symbol = _BINARY[index - 13 if inplace else index]
+    left_type, right_type = type(left), type(right)
+    if left_type in _NATIVE_TYPES and right_type in _NATIVE_TYPES:
+        return native_inplace(left, right) if inplace else native(left, right)
+    user_inplace = inplace and has_user_dunder(context, left_type, inplace_name)
+    if not (
+        user_inplace
+        or has_user_dunder(context, left_type, name)
+        or has_user_dunder(context, right_type, reflected)
+    ):
+        return native_inplace(left, right) if inplace else native(left, right)
+    if inplace:
+        method = lookup_type(left_type, inplace_name)
+        if method is not MISSING and method is not None:
+            result = call_dunder(context, method, left, right)
+            if result is not NotImplemented:
+                return result
+        symbol += "="
+    return _dispatch_binary(context, left, right, name, reflected, symbol)
 
 
 def _dispatch_binary(context: Any, left: Any, right: Any, name: str, reflected: str, symbol: str) -> Any:
