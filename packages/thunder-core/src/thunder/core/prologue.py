@@ -8,6 +8,7 @@ computation's inputs; any mismatch raises ``GuardFailure`` and the next cache en
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -47,14 +48,18 @@ def _print_unpack(bound_symbol: BoundSymbol) -> list[str]:
 
 
 def _print_check_value(bound_symbol: BoundSymbol) -> list[str]:
-    expression, expected = bound_symbol.args
-    return [f"check_value({expression}, {expected!r})"]
+    expression, expected_source = bound_symbol.args
+    return [f"check_value({expression}, {expected_source})"]
 
 
 UNPACK = Symbol(name="unpack", id="prologue.unpack", meta=lambda expression: None, printer=_print_unpack)
 CHECK_TENSOR = Symbol(name="check_tensor", id="prologue.check_tensor", meta=lambda *args: None, fn=check_tensor)
 CHECK_VALUE = Symbol(name="check_value", id="prologue.check_value", meta=lambda *args: None,
                      printer=_print_check_value, fn=check_value)  # fmt: skip
+
+
+def _finite(value: Any) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 class PrologueBuilder:
@@ -104,7 +109,10 @@ class PrologueBuilder:
         if expression in self._guarded:
             return
         self._guarded.add(expression)
-        self.prologue.record(BoundSymbol(CHECK_VALUE, (expression, value)))
+        # Numbers, strings and None are spelled as literals; dtypes and devices are bound by name.
+        literal = type(value) in (bool, int, float, str, type(None)) and _finite(value)
+        expected = repr(value) if literal else self._constant_name(value)
+        self.prologue.record(BoundSymbol(CHECK_VALUE, (expression, expected)))
 
     def finish(self) -> Trace:
         self.prologue.record(BoundSymbol(RETURN, (list(self.computation.args),)))

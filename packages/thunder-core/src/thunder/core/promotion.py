@@ -54,8 +54,14 @@ def _scalar_dtype(x: Any) -> dtypes.dtype:
     raise ValueError(f"{x!r} is neither a tensor nor a number")
 
 
+# torch's complex32 (chalf), which thunder does not support: a tier may promote to it (float16 with a
+# complex number) and a higher tier may promote it further, but it is never a result.
+_COMPLEX32 = dtypes.dtype("complex32", "c32", dtypes.COMPLEX, 32, torch.complex32)
+
+
 def _to_complex(d: dtypes.dtype) -> dtypes.dtype:
-    return {dtypes.float64: dtypes.complex128}.get(d, dtypes.complex64)
+    """The complex dtype a float tensor takes when a lower tier is complex."""
+    return {dtypes.float64: dtypes.complex128, dtypes.float16: _COMPLEX32}.get(d, dtypes.complex64)
 
 
 def _combine(higher: dtypes.dtype | None, lower: dtypes.dtype | None) -> dtypes.dtype | None:
@@ -85,6 +91,10 @@ def result_dtype(*args: Any) -> dtypes.dtype:
     result = _combine(_tier(dimensioned), _combine(_tier(zero_dim), _tier(scalars)))
     if result is None:
         raise ValueError("type promotion needs at least one tensor or number")
+    if result is _COMPLEX32:
+        raise NotImplementedError(
+            "type promotion of float16 with a complex number gives complex32 (torch.chalf), which thunder does not support"
+        )
     return result
 
 

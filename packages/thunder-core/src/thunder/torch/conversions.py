@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import torch
@@ -16,8 +17,11 @@ from thunder.torch.utils import to_dtype
 def to(a: Any, *args: Any, **kwargs: Any) -> Any:
     """``Tensor.to`` for a dtype, or a device the tensor is already on; copies are values here."""
     dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
-    kwargs.pop("non_blocking", None), kwargs.pop("copy", None)
+    # non_blocking, copy and memory_format change how and where the result is stored, not its values
+    kwargs.pop("non_blocking", None), kwargs.pop("copy", None), kwargs.pop("memory_format", None)
     for arg in args:
+        if isinstance(arg, builtins.bool):  # non_blocking and copy: no effect on values in a functional trace
+            continue
         if isinstance(arg, (torch.dtype, dtypes.dtype)):
             dtype = arg
         elif isinstance(arg, (str, torch.device, devices.Device)):

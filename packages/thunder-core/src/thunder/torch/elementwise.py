@@ -107,16 +107,21 @@ def div(a: Any, b: Any, *, rounding_mode: str | None = None) -> Any:
     if rounding_mode is None:
         return apply_elementwise(prims.div, a, b, kind=INT_TO_FLOAT)
     if rounding_mode == "trunc":
-        return apply_elementwise(_trunc_divide, a, b, kind=DEFAULT)
+        return _trunc_divide(a, b)
     if rounding_mode == "floor":
         return floor_divide(a, b)
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
 
 
 def _trunc_divide(a: Any, b: Any) -> Any:
-    result = prims.div(a, b)
-    is_float = any(getattr(x, "dtype", None) is not None and x.dtype.is_floating_point for x in (a, b))
-    return prims.trunc(result) if is_float else result
+    computation_dtype, result_dtype = elementwise_dtypes(a, b, kind=DEFAULT)
+    a, b = (to_dtype(x, computation_dtype) for x in broadcast(a, b))
+    quotient = prims.div(a, b)  # truncates for integers
+    if not computation_dtype.is_floating_point:
+        return to_dtype(quotient, result_dtype)
+    # PyTorch rounds the quotient to the result dtype (bfloat16, float16) before truncating it
+    rounded = to_dtype(to_dtype(quotient, result_dtype), computation_dtype)
+    return to_dtype(prims.trunc(rounded), result_dtype)
 
 
 @torchsymbol(torch.floor_divide, torch.Tensor.floor_divide, method="floor_divide", tags=ELEMENTWISE)
@@ -138,7 +143,7 @@ def round(a: Any, *, decimals: int = 0) -> Any:  # noqa: A001 -- torch's name
     # as PyTorch's kernel: scale by a power of ten, round half to even, scale back
     computation_dtype, result_dtype = elementwise_dtypes(a, kind=DEFAULT)
     x = to_dtype(a, computation_dtype)
-    scale = 10.0 ** abs(decimals)
+    scale = 10.0 ** (decimals if decimals > 0 else -decimals)  # the builtin abs is shadowed here
     if decimals > 0:
         rounded = prims.div(prims.round(prims.mul(x, scale)), scale)
     else:

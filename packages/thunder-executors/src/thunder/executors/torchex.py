@@ -86,9 +86,6 @@ _SAME_SIGNATURE: dict[Symbol, Callable] = {
     prims.reshape: torch.reshape,
     prims.transpose: torch.permute,
     prims.cat: torch.cat,
-    prims.sum: torch.sum,
-    prims.amax: torch.amax,
-    prims.amin: torch.amin,
     prims.var: torch.var,
     prims.argmax: torch.argmax,
     prims.argmin: torch.argmin,
@@ -125,9 +122,23 @@ def uniform(shape: Sequence[int], minval: float, maxval: float, *, device: torch
 
 
 def prod(a: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    """The prim keeps the input's dtype (torch.prod makes bools and small integers int64)."""
     for dim in sorted(dims, reverse=True):
-        a = torch.prod(a, dim)
+        a = torch.prod(a, dim, dtype=a.dtype)
     return a
+
+
+def sum(a: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:  # noqa: A001 -- the prim's name
+    """The prim keeps the input's dtype and reduces nothing for no dims (torch.sum reduces all)."""
+    return torch.sum(a, tuple(dims), dtype=a.dtype) if dims else a.clone()
+
+
+def amax(a: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    return torch.amax(a, tuple(dims)) if dims else a.clone()
+
+
+def amin(a: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    return torch.amin(a, tuple(dims)) if dims else a.clone()
 
 
 def div(a: Any, b: Any) -> Any:
@@ -152,6 +163,9 @@ _ADAPTED: dict[Symbol, Callable] = {
     prims.slice_prim: slice_prim,
     prims.uniform: uniform,
     prims.prod: prod,
+    prims.sum: sum,
+    prims.amax: amax,
+    prims.amin: amin,
     prims.div: div,
 }
 

@@ -42,7 +42,7 @@ def _claim(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> list[tup
             return [(lowered, None) for lowered in executor.lower(bound_symbol)]
         if isinstance(executor, FusionExecutor):
             return [(leaf, executor) for leaf in _fusible_leaves(bound_symbol, executor)]
-    if bound_symbol.subsymbols:
+    if not bound_symbol.symbol.is_leaf:  # an empty decomposition returned its input: nothing to run
         return [pair for sub in bound_symbol.subsymbols for pair in _claim(sub, executors)]
     names = ", ".join(e.name for e in executors)
     raise UnclaimedSymbolError(
