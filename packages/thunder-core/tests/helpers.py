@@ -50,7 +50,11 @@ def make_prims_executor(name: str = "test_prims") -> PrimsExecutor:
 
 def _printable_module(fn: Any) -> str | None:
     """The module path the printed trace can call ``fn`` through, if it is torch's."""
-    for module, namespace in (("torch", torch), ("torch.nn.functional", torch.nn.functional), ("torch.Tensor", torch.Tensor)):
+    for module, namespace in (
+        ("torch", torch),
+        ("torch.nn.functional", torch.nn.functional),
+        ("torch.Tensor", torch.Tensor),
+    ):
         if getattr(namespace, fn.__name__, None) is fn:
             return module
     return None
@@ -70,7 +74,9 @@ class PythonFusionExecutor(FusionExecutor):
         self.fused_regions.append(region)
         inputs, outputs = _region_interface(region)
         run = _region_function(region, inputs, outputs)
-        symbol = Symbol(name=f"PyFusion{index}", id=f"{self.name}.PyFusion{index}", meta=None, fn=run, executor=self)
+        symbol = Symbol(
+            name=f"PyFusion{index}", id=f"{self.name}.PyFusion{index}", meta=None, fn=run, executor=self
+        )
         return BoundSymbol(symbol, tuple(inputs), {}, tuple(outputs), tuple(region))
 
 

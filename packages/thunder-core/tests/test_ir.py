@@ -72,7 +72,7 @@ def test_trace_prints_as_python_with_type_comments() -> None:
     source = str(_traced_trace())
     assert "def computation(a, b):" in source
     assert '# a: "cpu f32[2, 3]"' in source
-    assert "t1 = ltorch.add(a, b)  # t1: \"cpu f32[2, 3]\"" in source
+    assert 't1 = ltorch.add(a, b)  # t1: "cpu f32[2, 3]"' in source
     assert "    # t1 = prims.add(a, t0)" in source  # the decomposition, as comments
     compile(source, "trace", "exec")  # valid Python
 

@@ -107,7 +107,9 @@ def test_executor_plugins_load_from_entry_points(monkeypatch: pytest.MonkeyPatch
             return lambda: OperatorExecutor("fake_plugin")
 
     monkeypatch.setattr(executor_module, "_entry_points_loaded", False)
-    monkeypatch.setattr(metadata, "entry_points", lambda group: [FakeEntryPoint()] if group == "thunder.executors" else [])
+    monkeypatch.setattr(
+        metadata, "entry_points", lambda group: [FakeEntryPoint()] if group == "thunder.executors" else []
+    )
     assert get_executor("fake_plugin").name == "fake_plugin"
 
 

@@ -22,12 +22,16 @@ SCALARS: list[Any] = [True, 2, 2.5, 1 + 2j]
 SHAPES = {"dim": (2,), "0d": ()}
 
 
-def _pair(a: tuple[dtypes.dtype, tuple[int, ...]] | Any, b: tuple[dtypes.dtype, tuple[int, ...]] | Any) -> None:
+def _pair(
+    a: tuple[dtypes.dtype, tuple[int, ...]] | Any, b: tuple[dtypes.dtype, tuple[int, ...]] | Any
+) -> None:
     """Checks one combination; tensor operands are (dtype, shape), others are Python numbers."""
     tensors = [torch.zeros(x[1], dtype=x[0].torch_dtype) if isinstance(x, tuple) else x for x in (a, b)]
     expected = torch.result_type(*tensors)
     with tracectx(Trace()):
-        proxies = [TensorProxy(shape=x[1], dtype=x[0], device="cpu") if isinstance(x, tuple) else x for x in (a, b)]
+        proxies = [
+            TensorProxy(shape=x[1], dtype=x[0], device="cpu") if isinstance(x, tuple) else x for x in (a, b)
+        ]
         if expected is torch.complex32:
             _assert_complex32_unsupported(*proxies)
             return

@@ -96,7 +96,9 @@ def _params(dtypes: tuple[torch.dtype, ...], marks: tuple = ()) -> list:
                 continue
             for mode in EXECUTOR_MODES:
                 name = f"{_opinfo_id(opinfo)}-{str(dtype).removeprefix('torch.')}-{mode}"
-                params.append(pytest.param(opinfo, symbol, dtype, mode, id=name, marks=marks + _known_failure(opinfo)))
+                params.append(
+                    pytest.param(opinfo, symbol, dtype, mode, id=name, marks=marks + _known_failure(opinfo))
+                )
     return params
 
 
@@ -106,7 +108,9 @@ def _params(dtypes: tuple[torch.dtype, ...], marks: tuple = ()) -> list:
 
 def _prims_only_executor() -> tx.TorchExecutor:
     executor = tx.TorchExecutor("prims_only")
-    executor.implementations = {k: v for k, v in tx.executor.implementations.items() if k.startswith("prims.")}
+    executor.implementations = {
+        k: v for k, v in tx.executor.implementations.items() if k.startswith("prims.")
+    }
     return executor
 
 
@@ -146,7 +150,9 @@ def is_accepted_not_implemented(opinfo: OpInfo, error: BaseException | None) -> 
     return NOT_IMPLEMENTED[opinfo.name][1] in str(error)
 
 
-def check_sample(opinfo: OpInfo, symbol: Symbol, sample: SampleInput, mode: str, dtype: torch.dtype) -> str | None:
+def check_sample(
+    opinfo: OpInfo, symbol: Symbol, sample: SampleInput, mode: str, dtype: torch.dtype
+) -> str | None:
     """None when thunder agrees with eager on ``sample``, else a description of the disagreement."""
     expected = run(opinfo.op, sample)
     actual = run(compile_symbol(symbol, mode), sample)
@@ -175,7 +181,9 @@ def check_opinfo(opinfo: OpInfo, symbol: Symbol, dtype: torch.dtype, mode: str) 
     for index, sample in enumerate(samples(opinfo, dtype)):
         problem = check_sample(opinfo, symbol, sample, mode, dtype)
         if problem is not None:
-            failures.append(f"sample {index} {sample.summary() if hasattr(sample, 'summary') else sample}:\n  {problem}")
+            failures.append(
+                f"sample {index} {sample.summary() if hasattr(sample, 'summary') else sample}:\n  {problem}"
+            )
     assert not failures, f"{len(failures)} failing samples:\n" + "\n".join(failures)
 
 

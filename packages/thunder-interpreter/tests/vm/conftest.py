@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 
 from thunder.interpreter.vm import InterpreterHooks, interpret
 
@@ -40,9 +41,6 @@ def check(fn: Any, *args: Any, **kwargs: Any) -> Any:
     if code is not None:
         assert code.co_qualname in interpreted
     return actual
-
-
-import pytest
 
 
 @pytest.fixture(name="check")

@@ -32,7 +32,7 @@ class Vector:
 def test_numeric_operators(check):
     def f(a, b):
         c = a + b * 2 - a / b
-        c += a // b + a % b + a ** 2
+        c += a // b + a % b + a**2
         c -= (a << 2) + (a >> 1) + (a & b) + (a | b) + (a ^ b)
         return c, -a, +a, ~a, not a, a @ b if hasattr(a, "__matmul__") else None
 
@@ -42,7 +42,19 @@ def test_numeric_operators(check):
 
 def test_comparisons_is_in(check):
     def f(a, b, xs):
-        return a < b, a <= b, a == b, a != b, a > b, a >= b, a is b, a is not None, a in xs, b not in xs, 1 < a < 10
+        return (
+            a < b,
+            a <= b,
+            a == b,
+            a != b,
+            a > b,
+            a >= b,
+            a is b,
+            a is not None,
+            a in xs,
+            b not in xs,
+            1 < a < 10,
+        )
 
     check(f, 3, 4, [3])
 
@@ -53,7 +65,16 @@ def test_user_dunders_are_interpreted(check):
         w = 1 + v
         u = v + 1
         u += Vector(1, 1)
-        return (v + w + u).values, (-v).values, v == Vector(4, 6), v < w, 4 in v, bool(Vector(0)), len(v), not v
+        return (
+            (v + w + u).values,
+            (-v).values,
+            v == Vector(4, 6),
+            v < w,
+            4 in v,
+            bool(Vector(0)),
+            len(v),
+            not v,
+        )
 
     check(f)
 

@@ -1,8 +1,5 @@
 import functools
 
-import pytest
-
-
 
 def add(a, b=10, *args, c=5, d, **kwargs):
     return a + b + c + d + sum(args) + sum(kwargs.values())

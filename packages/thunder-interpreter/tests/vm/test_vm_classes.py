@@ -48,9 +48,9 @@ def test_class_definition_inside_function(check):
 def test_imports_inside_functions(check):
     def f():
         import math
+        import os.path
         from collections import OrderedDict
         from os import path as p
-        import os.path
 
         return math.sqrt(16), list(OrderedDict(a=1)), p.basename("/a/b"), os.path.join("a", "b")
 

@@ -128,7 +128,9 @@ def test_user_exception_propagates_unchanged_with_notes():
     assert type(error) is MyError and error.args == (7, "bad") and error.code == 7
     notes = error.__notes__
     assert len(notes) == 2
-    assert notes[0].startswith("  thunder: in test_user_exception_propagates_unchanged_with_notes.<locals>.inner at ")
+    assert notes[0].startswith(
+        "  thunder: in test_user_exception_propagates_unchanged_with_notes.<locals>.inner at "
+    )
     assert notes[0].endswith('raise MyError(x, "bad")')
     assert "outer" in notes[1] and notes[1].endswith("return inner(x) + 1")
     assert f"{__file__}:" in notes[0]

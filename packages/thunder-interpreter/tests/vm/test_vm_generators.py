@@ -1,5 +1,3 @@
-import pytest
-
 from thunder.interpreter.vm import InterpreterHooks, interpret
 
 

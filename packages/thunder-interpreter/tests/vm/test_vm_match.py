@@ -32,5 +32,17 @@ def describe(value):
 
 
 def test_match_statement(check):
-    for value in [0, 1, [1, 2, 3], (4, 5), {"kind": "circle", "r": 2, "z": 1}, Point(0, 3), Point(2, 2), Point(1, 2), 500, "hi", 3.5]:
+    for value in [
+        0,
+        1,
+        [1, 2, 3],
+        (4, 5),
+        {"kind": "circle", "r": 2, "z": 1},
+        Point(0, 3),
+        Point(2, 2),
+        Point(1, 2),
+        500,
+        "hi",
+        3.5,
+    ]:
         check(describe, value)

@@ -72,7 +72,14 @@ def test_source_objects_have_the_right_shape():
     def f(cfg, *, k):
         return cfg.items[1] + k.real
 
-    interpret(f, (config,), {"k": 3}, Hooks(), arg_sources=[ArgumentSource(0)], kwarg_sources={"k": KeywordSource("k")})
+    interpret(
+        f,
+        (config,),
+        {"k": 3},
+        Hooks(),
+        arg_sources=[ArgumentSource(0)],
+        kwarg_sources={"k": KeywordSource("k")},
+    )
     item = next(source for source in seen if isinstance(source, ItemSource))
     assert item.key == 1 and isinstance(item.base, AttributeSource) and item.base.name == "items"
     assert isinstance(item.base.base, ArgumentSource) and item.base.base.index == 0
@@ -149,7 +156,7 @@ def test_getattr_builtin_and_cells_of_vm_created_functions():
         def inner():
             return outer_value[0]
 
-        return getattr(holder, "weight") + inner()
+        return holder.weight + inner()
 
     hooks = RecordingHooks()
     assert interpret(f, (Holder(),), {}, hooks, arg_sources=[ArgumentSource(0)]) == 9

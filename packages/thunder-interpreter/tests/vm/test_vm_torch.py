@@ -48,7 +48,9 @@ def test_module_sources_through_module_list():
     model = Block()
     x = torch.randn(2, 4)
     hooks = Hooks()
-    result = interpret(lambda m, x: m(x), (model, x), {}, hooks, arg_sources=[ArgumentSource(0), ArgumentSource(1)])
+    result = interpret(
+        lambda m, x: m(x), (model, x), {}, hooks, arg_sources=[ArgumentSource(0), ArgumentSource(1)]
+    )
     torch.testing.assert_close(result, model(x))
     assert "args[0].layers" in hooks.sources
     assert "args[0].layers[0]" in hooks.sources and "args[0].layers[1]" in hooks.sources
@@ -93,6 +95,8 @@ def test_module_dict_items_get_sources():
     model = WithDict()
     x = torch.randn(1, 2)
     hooks = Hooks()
-    result = interpret(lambda m, x: m(x), (model, x), {}, hooks, arg_sources=[ArgumentSource(0), ArgumentSource(1)])
+    result = interpret(
+        lambda m, x: m(x), (model, x), {}, hooks, arg_sources=[ArgumentSource(0), ArgumentSource(1)]
+    )
     torch.testing.assert_close(result, model(x))
     assert any(source.startswith("args[0].heads") and source.endswith("['a']") for source in hooks.sources)

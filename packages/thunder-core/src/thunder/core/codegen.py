@@ -113,7 +113,11 @@ class _Printer:
         call = f"{self.callee(bound_symbol.symbol)}({', '.join(arguments)})"
         target = self.target(bound_symbol.output)
         line = f"{target} = {call}" if target else call
-        comments = [f"{p.name}: {p.type_comment()}" for p in bound_symbol.proxy_outputs() if isinstance(p, TensorProxy)]
+        comments = [
+            f"{p.name}: {p.type_comment()}"
+            for p in bound_symbol.proxy_outputs()
+            if isinstance(p, TensorProxy)
+        ]
         return f"{line}  # {'; '.join(comments)}" if comments else line
 
     def bound_symbol(self, bound_symbol: BoundSymbol) -> list[str]:
@@ -121,7 +125,10 @@ class _Printer:
         lines = printer(bound_symbol) if printer is not None else [self.call(bound_symbol)]
         comments = _Printer()  # subsymbols are comments: their imports and constants are not needed
         for subsymbol in bound_symbol.subsymbols:
-            lines += [f"  # {line}" if not line.startswith(" ") else f"  {line}" for line in comments.bound_symbol(subsymbol)]
+            lines += [
+                f"  # {line}" if not line.startswith(" ") else f"  {line}"
+                for line in comments.bound_symbol(subsymbol)
+            ]
         return lines
 
 
@@ -130,7 +137,11 @@ def _import_line(fn: Any, name: str) -> str | None:
     import sys
 
     module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
-    if not module or not qualname.isidentifier() or getattr(sys.modules.get(module), qualname, None) is not fn:
+    if (
+        not module
+        or not qualname.isidentifier()
+        or getattr(sys.modules.get(module), qualname, None) is not fn
+    ):
         return None
     return f"from {module} import {qualname}" + (f" as {name}" if name != qualname else "")
 

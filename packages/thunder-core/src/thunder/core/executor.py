@@ -115,7 +115,9 @@ class OperatorExecutor(Executor):
         if bound_symbol.symbol.executor is self:
             return True
         implementation = self.implementations.get(bound_symbol.symbol.id)
-        return implementation is not None and bool(implementation.checker(*bound_symbol.args, **bound_symbol.kwargs))
+        return implementation is not None and bool(
+            implementation.checker(*bound_symbol.args, **bound_symbol.kwargs)
+        )
 
     def convert_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         """Turn a call's arguments into what this executor's callables take; identity by default."""
@@ -190,7 +192,9 @@ def _load_entry_points() -> None:
             loaded = entry_point.load()
             executor = loaded() if not isinstance(loaded, Executor) and callable(loaded) else loaded
         except Exception as error:  # a broken plugin must not break thunder: say so and go on
-            log.warning("thunder: could not load executor %r from %s: %s", entry_point.name, entry_point.value, error)
+            log.warning(
+                "thunder: could not load executor %r from %s: %s", entry_point.name, entry_point.value, error
+            )
             continue
         if isinstance(executor, Executor):
             register_executor(executor)

@@ -28,10 +28,14 @@ class ThunderModule(torch.nn.Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self._forward_fn(*args, **kwargs)
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True) -> Iterator:
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator:
         return self._model.named_parameters(prefix, recurse, remove_duplicate)
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True) -> Iterator:
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator:
         return self._model.named_buffers(prefix, recurse, remove_duplicate)
 
     def get_parameter(self, target: str) -> torch.nn.Parameter:

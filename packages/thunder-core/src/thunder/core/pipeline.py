@@ -45,7 +45,9 @@ class FrontendResult:
 
 
 class Frontend(Protocol):
-    def __call__(self, fn: Callable, args: tuple, kwargs: dict, compile_data: CompileData) -> FrontendResult: ...
+    def __call__(
+        self, fn: Callable, args: tuple, kwargs: dict, compile_data: CompileData
+    ) -> FrontendResult: ...
 
 
 @dataclass

@@ -33,13 +33,19 @@ def _elementwise_inputs(name: str, args: Sequence[Any]) -> TensorProxy | None:
     """The first tensor among ``args`` after checking they agree on shape, dtype and device."""
     tensors = [a for a in args if isinstance(a, TensorProxy)]
     for a in args:
-        _check(isinstance(a, (TensorProxy, Number)), lambda: f"prims.{name} got {a!r}, not a tensor or number")
+        _check(
+            isinstance(a, (TensorProxy, Number)), lambda: f"prims.{name} got {a!r}, not a tensor or number"
+        )
     if not tensors:
         return None
     first = tensors[0]
     for other in tensors[1:]:
-        _check(other.shape == first.shape, lambda: f"prims.{name}: shapes {first.shape} and {other.shape} differ")
-        _check(other.dtype is first.dtype, lambda: f"prims.{name}: dtypes {first.dtype} and {other.dtype} differ")
+        _check(
+            other.shape == first.shape, lambda: f"prims.{name}: shapes {first.shape} and {other.shape} differ"
+        )
+        _check(
+            other.dtype is first.dtype, lambda: f"prims.{name}: dtypes {first.dtype} and {other.dtype} differ"
+        )
         _check(other.device == first.device, lambda: f"prims.{name}: devices differ")
     return first
 
@@ -115,7 +121,10 @@ ge = _elementwise("ge", dtypes.bool8)
 
 
 def _where_meta(pred: Any, a: Any, b: Any) -> TensorProxy:
-    _check(isinstance(pred, TensorProxy) and pred.dtype is dtypes.bool8, lambda: "prims.where needs a bool tensor")
+    _check(
+        isinstance(pred, TensorProxy) and pred.dtype is dtypes.bool8,
+        lambda: "prims.where needs a bool tensor",
+    )
     values = [x for x in (a, b) if isinstance(x, TensorProxy)]
     _elementwise_inputs("where", [pred, *[v.replace(dtype=dtypes.bool8) for v in values]])
     dtype = values[0].dtype if values else dtypes.to_dtype(type(a))
@@ -128,7 +137,9 @@ where = make_prim("where", _where_meta, tags=ELEMENTWISE)
 
 def _convert_element_type_meta(a: TensorProxy, dtype: Any) -> TensorProxy:
     dtype = dtypes.to_dtype(dtype)
-    return a.replace(dtype=dtype, requires_grad=a.requires_grad and (dtype.is_floating_point or dtype.is_complex))
+    return a.replace(
+        dtype=dtype, requires_grad=a.requires_grad and (dtype.is_floating_point or dtype.is_complex)
+    )
 
 
 convert_element_type = make_prim("convert_element_type", _convert_element_type_meta, tags=ELEMENTWISE)
@@ -142,7 +153,9 @@ def _full_meta(shape: Sequence[int], fill_value: Number, *, device: Any, dtype: 
 full = make_prim("full", _full_meta)
 
 
-def _uniform_meta(shape: Sequence[int], minval: float, maxval: float, *, device: Any, dtype: Any) -> TensorProxy:
+def _uniform_meta(
+    shape: Sequence[int], minval: float, maxval: float, *, device: Any, dtype: Any
+) -> TensorProxy:
     return TensorProxy(shape=tuple(shape), dtype=dtype, device=devices.to_device(device))
 
 
@@ -150,7 +163,9 @@ uniform = make_prim("uniform", _uniform_meta, tags=RANDOM)
 
 
 # shapes
-def _broadcast_in_dim_meta(a: TensorProxy, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> TensorProxy:
+def _broadcast_in_dim_meta(
+    a: TensorProxy, shape: Sequence[int], broadcast_dimensions: Sequence[int]
+) -> TensorProxy:
     shape = tuple(shape)
     _check(len(broadcast_dimensions) == a.ndim, lambda: "broadcast_in_dim needs one target dim per input dim")
     for size, dim in zip(a.shape, broadcast_dimensions):
@@ -171,14 +186,19 @@ reshape = make_prim("reshape", _reshape_meta, tags=SHAPE)
 
 
 def _transpose_meta(a: TensorProxy, permutation: Sequence[int]) -> TensorProxy:
-    _check(sorted(permutation) == list(range(a.ndim)), lambda: f"{permutation} is not a permutation of {a.ndim} dims")
+    _check(
+        sorted(permutation) == list(range(a.ndim)),
+        lambda: f"{permutation} is not a permutation of {a.ndim} dims",
+    )
     return a.replace(shape=tuple(a.shape[d] for d in permutation))
 
 
 transpose = make_prim("transpose", _transpose_meta, tags=SHAPE)
 
 
-def _slice_meta(a: TensorProxy, start: Sequence[int], end: Sequence[int], strides: Sequence[int]) -> TensorProxy:
+def _slice_meta(
+    a: TensorProxy, start: Sequence[int], end: Sequence[int], strides: Sequence[int]
+) -> TensorProxy:
     shape = tuple(builtins.max(0, (e - s + st - 1) // st) for s, e, st in zip(start, end, strides))
     return a.replace(shape=shape)
 
@@ -214,7 +234,9 @@ amin = make_prim("amin", _reduction_meta, tags=REDUCTION)
 
 
 def _var_meta(a: TensorProxy, dims: Sequence[int], *, correction: float) -> TensorProxy:
-    real = dtypes.float64 if a.dtype is dtypes.complex128 else dtypes.float32 if a.dtype.is_complex else a.dtype
+    real = (
+        dtypes.float64 if a.dtype is dtypes.complex128 else dtypes.float32 if a.dtype.is_complex else a.dtype
+    )
     return a.replace(shape=_reduced_shape(a, dims), dtype=real)
 
 
@@ -236,7 +258,9 @@ def _matmul_meta(a: TensorProxy, b: TensorProxy) -> TensorProxy:
     _check(a.ndim >= 1 and b.ndim >= 1, lambda: "matmul needs tensors of at least one dimension")
     a_shape = (1,) + a.shape if a.ndim == 1 else a.shape
     b_shape = b.shape + (1,) if b.ndim == 1 else b.shape
-    _check(a_shape[-1] == b_shape[-2], lambda: f"matmul of shapes {a.shape} and {b.shape}: inner sizes differ")
+    _check(
+        a_shape[-1] == b_shape[-2], lambda: f"matmul of shapes {a.shape} and {b.shape}: inner sizes differ"
+    )
     from thunder.core.promotion import broadcast_shapes
 
     batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
@@ -248,7 +272,9 @@ matmul = make_prim("matmul", _matmul_meta)
 
 
 def _linear_meta(a: TensorProxy, w: TensorProxy, bias: TensorProxy | None) -> TensorProxy:
-    _check(a.shape[-1] == w.shape[-1], lambda: f"linear: input {a.shape} and weight {w.shape} differ in features")
+    _check(
+        a.shape[-1] == w.shape[-1], lambda: f"linear: input {a.shape} and weight {w.shape} differ in features"
+    )
     _check(a.dtype is w.dtype, lambda: f"linear: input is {a.dtype} and weight is {w.dtype}")
     requires_grad = a.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)
     return a.replace(shape=a.shape[:-1] + w.shape[:1], requires_grad=requires_grad)

@@ -53,7 +53,9 @@ def _print_check_value(bound_symbol: BoundSymbol) -> list[str]:
 
 
 UNPACK = Symbol(name="unpack", id="prologue.unpack", meta=lambda expression: None, printer=_print_unpack)
-CHECK_TENSOR = Symbol(name="check_tensor", id="prologue.check_tensor", meta=lambda *args: None, fn=check_tensor)
+CHECK_TENSOR = Symbol(
+    name="check_tensor", id="prologue.check_tensor", meta=lambda *args: None, fn=check_tensor
+)
 CHECK_VALUE = Symbol(name="check_value", id="prologue.check_value", meta=lambda *args: None,
                      printer=_print_check_value, fn=check_value)  # fmt: skip
 

@@ -55,7 +55,9 @@ def tensor_method(name: str) -> Callable:
     try:
         return _tensor_methods[name]
     except KeyError:
-        raise NotImplementedError(f"thunder does not support the tensor method or operator {name!r}") from None
+        raise NotImplementedError(
+            f"thunder does not support the tensor method or operator {name!r}"
+        ) from None
 
 
 def _inplace_not_supported(opname: str) -> Callable:
@@ -110,7 +112,12 @@ class TensorProxy(Proxy):
 
     def replace(self, **changes: Any) -> TensorProxy:
         """A new proxy (with a new name) that is like this one except for ``changes``."""
-        fields = dict(shape=self.shape, dtype=self.dtype, device=self.device, requires_grad=self.requires_grad)
+        fields: dict[str, Any] = {
+            "shape": self.shape,
+            "dtype": self.dtype,
+            "device": self.device,
+            "requires_grad": self.requires_grad,
+        }
         fields.update(changes)
         return TensorProxy(**fields)
 
@@ -185,7 +192,7 @@ class TensorProxy(Proxy):
     __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", reflected=True)
     __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", reflected=True)
     __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", reflected=True)
-    __eq__, __ne__ = _binary("eq"), _binary("ne")  # type: ignore[assignment]
+    __eq__, __ne__ = _binary("eq"), _binary("ne")
     __lt__, __le__ = _binary("lt"), _binary("le")
     __gt__, __ge__ = _binary("gt"), _binary("ge")
     __neg__, __pos__ = _unary("neg"), _unary("positive")

@@ -20,7 +20,9 @@ __all__ = ["Trace", "from_trace", "get_tracectx", "tracectx"]
 
 _local = threading.local()
 
-RESERVED_NAMES = frozenset({"torch", "prims", "ltorch", "dtypes", "devices", "operator", "thunder", "args", "kwargs"})
+RESERVED_NAMES = frozenset(
+    {"torch", "prims", "ltorch", "dtypes", "devices", "operator", "thunder", "args", "kwargs"}
+)
 
 
 def get_tracectx() -> Trace | None:

@@ -6,7 +6,6 @@ import builtins
 from typing import Any
 
 import torch
-
 from thunder.core import devices, dtypes
 from thunder.core.symbol import Symbol
 from thunder.torch.registry import torchsymbol

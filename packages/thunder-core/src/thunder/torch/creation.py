@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-
 from thunder.core import devices, dtypes, prims
 from thunder.core.promotion import default_float_dtype
 from thunder.core.proxies import TensorProxy

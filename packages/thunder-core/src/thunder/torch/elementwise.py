@@ -6,14 +6,17 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-
 from thunder.core import dtypes, prims
 from thunder.core.promotion import PromotionKind, elementwise_dtypes
 from thunder.core.symbol import Symbol
 from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import broadcast, to_dtype
 
-DEFAULT, INT_TO_FLOAT, ALWAYS_BOOL = PromotionKind.DEFAULT, PromotionKind.INT_TO_FLOAT, PromotionKind.ALWAYS_BOOL
+DEFAULT, INT_TO_FLOAT, ALWAYS_BOOL = (
+    PromotionKind.DEFAULT,
+    PromotionKind.INT_TO_FLOAT,
+    PromotionKind.ALWAYS_BOOL,
+)
 ELEMENTWISE = frozenset({"elementwise"})
 
 
@@ -44,38 +47,58 @@ def _register(name: str, op: Callable, *, torch_fns: tuple = (), method: bool = 
     return torchsymbol(*fns, method=name if method else (), name=name, tags=ELEMENTWISE)(op)
 
 
-# unary: the torch name, the prim, the promotion kind
-_UNARY = [
-    ("neg", prims.neg, DEFAULT), ("exp", prims.exp, INT_TO_FLOAT), ("exp2", prims.exp2, INT_TO_FLOAT),
-    ("expm1", prims.expm1, INT_TO_FLOAT), ("log", prims.log, INT_TO_FLOAT), ("log1p", prims.log1p, INT_TO_FLOAT),
-    ("log2", prims.log2, INT_TO_FLOAT), ("sin", prims.sin, INT_TO_FLOAT), ("cos", prims.cos, INT_TO_FLOAT),
-    ("tan", prims.tan, INT_TO_FLOAT), ("tanh", prims.tanh, INT_TO_FLOAT), ("sinh", prims.sinh, INT_TO_FLOAT),
-    ("cosh", prims.cosh, INT_TO_FLOAT), ("asin", prims.asin, INT_TO_FLOAT), ("acos", prims.acos, INT_TO_FLOAT),
-    ("atan", prims.atan, INT_TO_FLOAT), ("sqrt", prims.sqrt, INT_TO_FLOAT), ("rsqrt", prims.rsqrt, INT_TO_FLOAT),
-    ("reciprocal", prims.reciprocal, INT_TO_FLOAT), ("erf", prims.erf, INT_TO_FLOAT),
-    ("erfc", prims.erfc, INT_TO_FLOAT), ("sigmoid", prims.sigmoid, INT_TO_FLOAT), ("sign", prims.sign, DEFAULT),
-    ("floor", prims.floor, DEFAULT), ("ceil", prims.ceil, DEFAULT),
-    ("trunc", prims.trunc, DEFAULT), ("bitwise_not", prims.bitwise_not, DEFAULT),
-    ("isfinite", prims.isfinite, ALWAYS_BOOL), ("isnan", prims.isnan, ALWAYS_BOOL),
-]  # fmt: skip
+# One line per op: the torch name, the prim, the promotion kind.
+neg = _register("neg", _unary(prims.neg, DEFAULT))
+exp = _register("exp", _unary(prims.exp, INT_TO_FLOAT))
+exp2 = _register("exp2", _unary(prims.exp2, INT_TO_FLOAT))
+expm1 = _register("expm1", _unary(prims.expm1, INT_TO_FLOAT))
+log = _register("log", _unary(prims.log, INT_TO_FLOAT))
+log1p = _register("log1p", _unary(prims.log1p, INT_TO_FLOAT))
+log2 = _register("log2", _unary(prims.log2, INT_TO_FLOAT))
+sin = _register("sin", _unary(prims.sin, INT_TO_FLOAT))
+cos = _register("cos", _unary(prims.cos, INT_TO_FLOAT))
+tan = _register("tan", _unary(prims.tan, INT_TO_FLOAT))
+tanh = _register("tanh", _unary(prims.tanh, INT_TO_FLOAT))
+sinh = _register("sinh", _unary(prims.sinh, INT_TO_FLOAT))
+cosh = _register("cosh", _unary(prims.cosh, INT_TO_FLOAT))
+asin = _register("asin", _unary(prims.asin, INT_TO_FLOAT))
+acos = _register("acos", _unary(prims.acos, INT_TO_FLOAT))
+atan = _register("atan", _unary(prims.atan, INT_TO_FLOAT))
+sqrt = _register("sqrt", _unary(prims.sqrt, INT_TO_FLOAT))
+rsqrt = _register("rsqrt", _unary(prims.rsqrt, INT_TO_FLOAT))
+reciprocal = _register("reciprocal", _unary(prims.reciprocal, INT_TO_FLOAT))
+erf = _register("erf", _unary(prims.erf, INT_TO_FLOAT))
+erfc = _register("erfc", _unary(prims.erfc, INT_TO_FLOAT))
+sigmoid = _register("sigmoid", _unary(prims.sigmoid, INT_TO_FLOAT))
+sign = _register("sign", _unary(prims.sign, DEFAULT))
+floor = _register("floor", _unary(prims.floor, DEFAULT))
+ceil = _register("ceil", _unary(prims.ceil, DEFAULT))
+trunc = _register("trunc", _unary(prims.trunc, DEFAULT))
+bitwise_not = _register("bitwise_not", _unary(prims.bitwise_not, DEFAULT))
+isfinite = _register("isfinite", _unary(prims.isfinite, ALWAYS_BOOL))
+isnan = _register("isnan", _unary(prims.isnan, ALWAYS_BOOL))
 
-_BINARY = [
-    ("sub", prims.sub, DEFAULT), ("mul", prims.mul, DEFAULT), ("true_divide", prims.div, INT_TO_FLOAT),
-    ("pow", prims.pow, DEFAULT), ("remainder", prims.remainder, DEFAULT), ("fmod", prims.fmod, DEFAULT),
-    ("maximum", prims.maximum, DEFAULT), ("minimum", prims.minimum, DEFAULT), ("atan2", prims.atan2, INT_TO_FLOAT),
-    ("bitwise_and", prims.bitwise_and, DEFAULT), ("bitwise_or", prims.bitwise_or, DEFAULT),
-    ("bitwise_xor", prims.bitwise_xor, DEFAULT), ("eq", prims.eq, ALWAYS_BOOL), ("ne", prims.ne, ALWAYS_BOOL),
-    ("lt", prims.lt, ALWAYS_BOOL), ("le", prims.le, ALWAYS_BOOL), ("gt", prims.gt, ALWAYS_BOOL),
-    ("ge", prims.ge, ALWAYS_BOOL),
-]  # fmt: skip
-
-for _name, _prim, _kind in _UNARY:
-    globals()[_name] = _register(_name, _unary(_prim, _kind))
-for _name, _prim, _kind in _BINARY:
-    globals()[_name] = _register(_name, _binary(_prim, _kind))
-
-# aliases PyTorch spells differently
-torchsymbol(torch.mul, torch.multiply, torch.Tensor.mul, torch.Tensor.multiply, method="mul")(globals()["mul"].decomposition)
+mul = _register(
+    "mul",
+    _binary(prims.mul, DEFAULT),
+    torch_fns=(torch.mul, torch.Tensor.mul, torch.multiply, torch.Tensor.multiply),
+)
+true_divide = _register("true_divide", _binary(prims.div, INT_TO_FLOAT))
+pow = _register("pow", _binary(prims.pow, DEFAULT))
+remainder = _register("remainder", _binary(prims.remainder, DEFAULT))
+fmod = _register("fmod", _binary(prims.fmod, DEFAULT))
+maximum = _register("maximum", _binary(prims.maximum, DEFAULT))
+minimum = _register("minimum", _binary(prims.minimum, DEFAULT))
+atan2 = _register("atan2", _binary(prims.atan2, INT_TO_FLOAT))
+bitwise_and = _register("bitwise_and", _binary(prims.bitwise_and, DEFAULT))
+bitwise_or = _register("bitwise_or", _binary(prims.bitwise_or, DEFAULT))
+bitwise_xor = _register("bitwise_xor", _binary(prims.bitwise_xor, DEFAULT))
+eq = _register("eq", _binary(prims.eq, ALWAYS_BOOL))
+ne = _register("ne", _binary(prims.ne, ALWAYS_BOOL))
+lt = _register("lt", _binary(prims.lt, ALWAYS_BOOL))
+le = _register("le", _binary(prims.le, ALWAYS_BOOL))
+gt = _register("gt", _binary(prims.gt, ALWAYS_BOOL))
+ge = _register("ge", _binary(prims.ge, ALWAYS_BOOL))
 
 
 @torchsymbol(torch.abs, torch.Tensor.abs, method="abs", tags=ELEMENTWISE)
@@ -110,7 +133,9 @@ def div(a: Any, b: Any, *, rounding_mode: str | None = None) -> Any:
         return _trunc_divide(a, b)
     if rounding_mode == "floor":
         return floor_divide(a, b)
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
+    raise ValueError(
+        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}"
+    )
 
 
 def _trunc_divide(a: Any, b: Any) -> Any:
@@ -155,7 +180,9 @@ def round(a: Any, *, decimals: int = 0) -> Any:  # noqa: A001 -- torch's name
 def where(condition: Any, a: Any, b: Any) -> Any:
     _, result_dtype = elementwise_dtypes(a, b, kind=DEFAULT)
     condition, a, b = broadcast(condition, a, b)
-    return prims.where(to_dtype(condition, dtypes.bool8), to_dtype(a, result_dtype), to_dtype(b, result_dtype))
+    return prims.where(
+        to_dtype(condition, dtypes.bool8), to_dtype(a, result_dtype), to_dtype(b, result_dtype)
+    )
 
 
 @torchsymbol(torch.Tensor.where, method="where", name="tensor_where", tags=ELEMENTWISE)
@@ -164,15 +191,25 @@ def tensor_where(a: Any, condition: Any, other: Any) -> Any:
     return where(condition, a, other)
 
 
-@torchsymbol(torch.clamp, torch.clip, torch.Tensor.clamp, torch.Tensor.clip, method=("clamp", "clip"), tags=ELEMENTWISE)
+@torchsymbol(
+    torch.clamp, torch.clip, torch.Tensor.clamp, torch.Tensor.clip, method=("clamp", "clip"), tags=ELEMENTWISE
+)
 def clamp(a: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 -- torch's parameter names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     result = a
     if min is not None:
-        result = where(result < min, min, result) if not a.dtype.is_floating_point else _clamp_float(result, min, True)
+        result = (
+            where(result < min, min, result)
+            if not a.dtype.is_floating_point
+            else _clamp_float(result, min, True)
+        )
     if max is not None:
-        result = where(result > max, max, result) if not a.dtype.is_floating_point else _clamp_float(result, max, False)
+        result = (
+            where(result > max, max, result)
+            if not a.dtype.is_floating_point
+            else _clamp_float(result, max, False)
+        )
     return result
 
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-
 from thunder.core import dtypes, prims
 from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
@@ -117,7 +116,9 @@ def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype:
 
 
 @torchsymbol(F.log_softmax, torch.log_softmax, torch.Tensor.log_softmax, method="log_softmax")
-def log_softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
+def log_softmax(
+    a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+) -> TensorProxy:
     computation_dtype, result_dtype = _softmax_dtype(a, dtype)
     a = to_dtype(a, computation_dtype)
     d = canonical_dim(_implicit_dim(dim), a.ndim)
@@ -168,7 +169,9 @@ def _index_of(target: TensorProxy, class_dim: int, a: TensorProxy) -> TensorProx
     return shape.unsqueeze(safe, class_dim)
 
 
-def _class_weights(weight: TensorProxy | None, target: TensorProxy, kept: TensorProxy, a: TensorProxy) -> TensorProxy:
+def _class_weights(
+    weight: TensorProxy | None, target: TensorProxy, kept: TensorProxy, a: TensorProxy
+) -> TensorProxy:
     ones = to_dtype(kept, a.dtype)
     if weight is None:
         return ones

@@ -6,7 +6,6 @@ import math
 from typing import Any
 
 import torch
-
 from thunder.core import dtypes, prims
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol

@@ -24,7 +24,10 @@ def _key(fn: Any) -> Any:
 
 
 def torchsymbol(
-    *torch_fns: Any, method: str | tuple[str, ...] = (), name: str | None = None, tags: frozenset[str] = frozenset()
+    *torch_fns: Any,
+    method: str | tuple[str, ...] = (),
+    name: str | None = None,
+    tags: frozenset[str] = frozenset(),
 ) -> Callable[[Callable], Symbol]:
     methods = (method,) if isinstance(method, str) else method
 

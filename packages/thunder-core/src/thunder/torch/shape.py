@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-
 from thunder.core import prims
 from thunder.core.promotion import promote_dtypes
 from thunder.core.proxies import TensorProxy
@@ -117,7 +116,9 @@ def expand(a: TensorProxy, *shape: Any) -> TensorProxy:
     target = _shape_arg(shape)
     offset = len(target) - a.ndim
     if offset < 0:
-        raise RuntimeError("expand: the number of sizes provided must be greater or equal to the number of dimensions")
+        raise RuntimeError(
+            "expand: the number of sizes provided must be greater or equal to the number of dimensions"
+        )
     resolved = tuple(a.shape[d - offset] if s == -1 and d >= offset else s for d, s in enumerate(target))
     return expand_to(a, resolved)
 
@@ -163,7 +164,9 @@ def getitem(a: TensorProxy, key: Any) -> TensorProxy:
     key = key if isinstance(key, tuple) else (key,)
     for k in key:
         if not (k is None or k is Ellipsis or isinstance(k, (int, slice))) or isinstance(k, bool):
-            raise NotImplementedError(f"indexing a tensor with {type(k).__name__} is not supported by thunder yet")
+            raise NotImplementedError(
+                f"indexing a tensor with {type(k).__name__} is not supported by thunder yet"
+            )
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > a.ndim:
         raise IndexError(f"too many indices for tensor of dimension {a.ndim}")
@@ -185,12 +188,16 @@ def _apply_basic_index(a: TensorProxy, key: tuple) -> TensorProxy:
             if not -size <= k < size:
                 raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {size}")
             k = k % size
-            start.append(k), end.append(k + 1), step.append(1)
+            start.append(k)
+            end.append(k + 1)
+            step.append(1)
         else:
             if k.step is not None and k.step <= 0:
                 raise ValueError("step must be greater than zero")
             lo, hi, st = k.indices(size)
-            start.append(lo), end.append(max(lo, hi)), step.append(st)
+            start.append(lo)
+            end.append(max(lo, hi))
+            step.append(st)
             out_shape.append(max(0, (max(lo, hi) - lo + st - 1) // st))
         dim += 1
     sliced = a

@@ -14,7 +14,9 @@ def canonical_dim(dim: int, ndim: int) -> int:
     """``dim`` as a non-negative index, as torch wraps it (a 0-d tensor accepts dims 0 and -1)."""
     bound = max(ndim, 1)
     if not -bound <= dim < bound:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], but got {dim})")
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], but got {dim})"
+        )
     return dim % bound
 
 

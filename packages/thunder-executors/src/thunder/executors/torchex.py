@@ -106,18 +106,24 @@ def _elementwise_prims() -> dict[Symbol, Callable]:
 
 
 # Adapters for the prims whose semantics or signature differ from PyTorch's.
-def broadcast_in_dim(a: torch.Tensor, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> torch.Tensor:
+def broadcast_in_dim(
+    a: torch.Tensor, shape: Sequence[int], broadcast_dimensions: Sequence[int]
+) -> torch.Tensor:
     view_shape = [1] * len(shape)
     for size, dim in zip(a.shape, broadcast_dimensions):
         view_shape[dim] = size
     return a.reshape(view_shape).expand(shape)
 
 
-def slice_prim(a: torch.Tensor, start: Sequence[int], end: Sequence[int], strides: Sequence[int]) -> torch.Tensor:
+def slice_prim(
+    a: torch.Tensor, start: Sequence[int], end: Sequence[int], strides: Sequence[int]
+) -> torch.Tensor:
     return a[tuple(slice(s, e, st) for s, e, st in zip(start, end, strides))]
 
 
-def uniform(shape: Sequence[int], minval: float, maxval: float, *, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+def uniform(
+    shape: Sequence[int], minval: float, maxval: float, *, device: torch.device, dtype: torch.dtype
+) -> torch.Tensor:
     return torch.empty(shape, device=device, dtype=dtype).uniform_(minval, maxval)
 
 
@@ -143,7 +149,9 @@ def amin(a: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
 
 def div(a: Any, b: Any) -> Any:
     """Prim division: true division for floats, truncation for integers."""
-    floating = any(isinstance(x, float) or (isinstance(x, torch.Tensor) and x.is_floating_point()) for x in (a, b))
+    floating = any(
+        isinstance(x, float) or (isinstance(x, torch.Tensor) and x.is_floating_point()) for x in (a, b)
+    )
     return torch.true_divide(a, b) if floating else torch.div(a, b, rounding_mode="trunc")
 
 
@@ -174,8 +182,26 @@ def _claim_prims() -> None:
     for symbol, fn in {**_elementwise_prims(), **_SAME_SIGNATURE}.items():
         if symbol.id in executor.implementations:
             continue
-        is_binary = symbol.name in {"add", "sub", "mul", "pow", "remainder", "fmod", "maximum", "minimum", "atan2",
-                                    "bitwise_and", "bitwise_or", "bitwise_xor", "eq", "ne", "lt", "le", "gt", "ge"}
+        is_binary = symbol.name in {
+            "add",
+            "sub",
+            "mul",
+            "pow",
+            "remainder",
+            "fmod",
+            "maximum",
+            "minimum",
+            "atan2",
+            "bitwise_and",
+            "bitwise_or",
+            "bitwise_xor",
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+        }
         if is_binary:
             fn = _binary_adapter(fn)
             fn.__name__ = f"prim_{symbol.name}"

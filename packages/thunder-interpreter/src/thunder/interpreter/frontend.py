@@ -49,7 +49,12 @@ def _callable_name(fn: Any) -> str:
 
 def _is_torch_callable(fn: Any) -> bool:
     """A torch function implemented in C (the interpreter cannot look inside it)."""
-    if inspect.isclass(fn) or isinstance(fn, torch.nn.Module) or inspect.isfunction(fn) or inspect.ismethod(fn):
+    if (
+        inspect.isclass(fn)
+        or isinstance(fn, torch.nn.Module)
+        or inspect.isfunction(fn)
+        or inspect.ismethod(fn)
+    ):
         return False
     return _callable_name(fn).startswith("torch")
 
@@ -184,8 +189,10 @@ def _parameter_names(fn: Callable, args: tuple) -> list[str | None]:
         return [None] * len(args)
     names: list[str | None] = []
     for index in range(len(args)):
-        if index < len(parameters) and parameters[index].kind in (parameters[index].POSITIONAL_ONLY,
-                                                                   parameters[index].POSITIONAL_OR_KEYWORD):
+        if index < len(parameters) and parameters[index].kind in (
+            parameters[index].POSITIONAL_ONLY,
+            parameters[index].POSITIONAL_OR_KEYWORD,
+        ):
             names.append(parameters[index].name)
         else:
             names.append(None)
@@ -196,11 +203,15 @@ def _call(target: Callable, *args: Any, **kwargs: Any) -> Any:
     return target(*args, **kwargs)
 
 
-def interpreter_frontend(fn: Callable, args: tuple, kwargs: dict, compile_data: CompileData) -> FrontendResult:
+def interpreter_frontend(
+    fn: Callable, args: tuple, kwargs: dict, compile_data: CompileData
+) -> FrontendResult:
     """Trace ``fn(*args, **kwargs)`` with the interpreter into a prologue and a computation."""
     computation = Trace("computation")
     builder = PrologueBuilder(computation)
-    root = ConstantSource(fn, "the compiled module" if isinstance(fn, torch.nn.Module) else "the compiled function")
+    root = ConstantSource(
+        fn, "the compiled module" if isinstance(fn, torch.nn.Module) else "the compiled function"
+    )
     module_state = _module_state(fn, root) if isinstance(fn, torch.nn.Module) else {}
     hooks = TracingHooks(builder, module_state)
     computation.tensor_adopter = hooks.adopt
@@ -216,7 +227,10 @@ def interpreter_frontend(fn: Callable, args: tuple, kwargs: dict, compile_data: 
         output = _adopt_outputs(result, hooks)
         computation.record(BoundSymbol(RETURN, (output,)))
     computation.header = "Constructed by the interpreter"
-    if not (torch.is_grad_enabled() and any(p.requires_grad for p in computation.args if isinstance(p, TensorProxy))):
+    if not (
+        torch.is_grad_enabled()
+        and any(p.requires_grad for p in computation.args if isinstance(p, TensorProxy))
+    ):
         computation.decorators = ["@torch.no_grad()"]
     return FrontendResult(builder.finish(), computation, hooks.instruction_log or [])
 

@@ -32,7 +32,9 @@ def claim_executors(trace: Trace, executors: Sequence[Executor]) -> Trace:
     return new
 
 
-def _claim(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> list[tuple[BoundSymbol, FusionExecutor | None]]:
+def _claim(
+    bound_symbol: BoundSymbol, executors: Sequence[Executor]
+) -> list[tuple[BoundSymbol, FusionExecutor | None]]:
     if bound_symbol.symbol in _STRUCTURAL:
         return [(bound_symbol, None)]
     for executor in executors:

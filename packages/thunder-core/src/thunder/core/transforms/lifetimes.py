@@ -28,5 +28,7 @@ def insert_deletes(trace: Trace) -> Trace:
     for index, bound_symbol in enumerate(trace.bound_symbols):
         new.bound_symbols.append(bound_symbol)
         if dying.get(index):
-            new.bound_symbols.append(BoundSymbol(DEL, tuple(dying[index][name] for name in sorted(dying[index]))))
+            new.bound_symbols.append(
+                BoundSymbol(DEL, tuple(dying[index][name] for name in sorted(dying[index])))
+            )
     return new

@@ -37,7 +37,8 @@ def load_attribute(context: Any, obj: Any, name: str) -> Any:
 
 
 def _get_attribute(context: Any, obj: Any, name: str) -> tuple[Any, bool]:
-    cls = type(obj)
+    # Any, not type: ``cls.__getattribute__(obj, name)`` calls the unbound slot of ``cls``.
+    cls: Any = type(obj)
     if cls is ModuleType:
         return getattr(obj, name), False
     descriptor = lookup_type(cls, name)

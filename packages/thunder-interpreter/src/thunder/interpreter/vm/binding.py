@@ -17,11 +17,12 @@ _VARARGS = inspect.CO_VARARGS
 _VARKEYWORDS = inspect.CO_VARKEYWORDS
 
 
-def bind_arguments(function: FunctionType, code: CodeType, local_count: int, args: tuple, kwargs: dict) -> list:
+def bind_arguments(
+    function: FunctionType, code: CodeType, local_count: int, args: tuple, kwargs: dict
+) -> list:
     positional_count = code.co_argcount
     keyword_only_count = code.co_kwonlyargcount
-    names = code.co_varnames
-    slots = [NULL] * local_count
+    slots: list[Any] = [NULL] * local_count
     given = len(args)
     bound = given if given < positional_count else positional_count
     slots[:bound] = args[:bound]
@@ -31,7 +32,7 @@ def bind_arguments(function: FunctionType, code: CodeType, local_count: int, arg
         next_slot += 1
     elif given > positional_count:
         _too_many_positional(function, code, given)
-    extra = None
+    extra: dict[str, Any] | None = None
     if code.co_flags & _VARKEYWORDS:
         extra = {}
         slots[next_slot] = extra
@@ -42,7 +43,9 @@ def bind_arguments(function: FunctionType, code: CodeType, local_count: int, arg
     return slots
 
 
-def _bind_keywords(function: FunctionType, code: CodeType, slots: list, kwargs: dict, extra: dict | None) -> None:
+def _bind_keywords(
+    function: FunctionType, code: CodeType, slots: list, kwargs: dict, extra: dict | None
+) -> None:
     names = code.co_varnames
     first = code.co_posonlyargcount
     last = code.co_argcount + code.co_kwonlyargcount
@@ -57,7 +60,9 @@ def _bind_keywords(function: FunctionType, code: CodeType, slots: list, kwargs: 
             if name in names[:first]:
                 positional_only_misuse.append(name)
                 continue
-            raise TypeError(f"{function.__qualname__}() got an unexpected keyword argument '{name}'") from None
+            raise TypeError(
+                f"{function.__qualname__}() got an unexpected keyword argument '{name}'"
+            ) from None
         if slots[slot] is not NULL:
             raise TypeError(f"{function.__qualname__}() got multiple values for argument '{name}'")
         slots[slot] = value

@@ -79,7 +79,7 @@ def _call_other(context: Any, fn: Any, fn_type: type, args: tuple, kwargs: dict)
     return call_opaque(context, fn, args, kwargs)
 
 
-_DICT_VIEW_TYPES = (type({}.items()), type({}.values()))
+_DICT_VIEW_TYPES: tuple[type, type] = (type({}.items()), type({}.values()))
 
 
 def call_opaque(context: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
@@ -167,8 +167,10 @@ def _is_torch_module(value: Any) -> bool:
 
 _MODULE_HOOK_ATTRIBUTES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 _GLOBAL_HOOK_ATTRIBUTES = (
-    "_global_forward_hooks", "_global_forward_pre_hooks",
-    "_global_backward_hooks", "_global_backward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_forward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_backward_pre_hooks",
 )
 
 

@@ -21,8 +21,17 @@ class InterpreterContext:
     """
 
     __slots__ = (
-        "hooks", "provenance", "frames", "exception_slots", "created_functions", "created_cells",
-        "propagating", "reraising", "type_cache", "next_methods", "dict_views",
+        "hooks",
+        "provenance",
+        "frames",
+        "exception_slots",
+        "created_functions",
+        "created_cells",
+        "propagating",
+        "reraising",
+        "type_cache",
+        "next_methods",
+        "dict_views",
     )
 
     def __init__(self, hooks: InterpreterHooks) -> None:

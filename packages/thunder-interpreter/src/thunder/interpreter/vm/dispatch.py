@@ -8,7 +8,7 @@ functions in a dict keeps the per-instruction cost to one dict-free list index a
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["HANDLERS", "handles", "NULL", "RETURN", "YIELD", "PY311", "PY312"]
 

@@ -153,8 +153,10 @@ def _normalize_exception(exc_type: Any, value: Any, traceback: Any) -> BaseExcep
         else:
             exc = exc_type(*value) if isinstance(value, tuple) else exc_type(value)
     else:
-        raise TypeError("exceptions must be classes or instances deriving from BaseException, not "
-                        f"{type(exc_type).__name__}")
+        raise TypeError(
+            "exceptions must be classes or instances deriving from BaseException, not "
+            f"{type(exc_type).__name__}"
+        )
     if traceback is not None:
         exc = exc.with_traceback(traceback)
     return exc

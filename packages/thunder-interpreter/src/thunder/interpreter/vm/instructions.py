@@ -8,8 +8,9 @@ cached per code object.
 from __future__ import annotations
 
 import dis
+from collections.abc import Callable
 from types import CodeType
-from typing import Any, Callable
+from typing import Any
 
 from thunder.interpreter.vm.dispatch import HANDLERS
 
@@ -20,9 +21,29 @@ _JUMP_OPCODES = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 
 class Op:
     __slots__ = (
-        "opname", "arg", "argval", "argrepr", "offset", "lineno",
-        "target", "handler", "exception_entry", "index",
+        "opname",
+        "arg",
+        "argval",
+        "argrepr",
+        "offset",
+        "lineno",
+        "target",
+        "handler",
+        "exception_entry",
+        "index",
     )
+
+    # Declared for type checkers only; bare annotations do not clash with __slots__.
+    opname: str
+    arg: int | None
+    argval: Any
+    argrepr: str
+    offset: int
+    lineno: int | None
+    target: int | None
+    handler: Callable[..., Any]
+    exception_entry: tuple[int, int, bool] | None
+    index: int
 
     def __repr__(self) -> str:
         return f"<Op {self.index} {self.opname} {self.argrepr}>"

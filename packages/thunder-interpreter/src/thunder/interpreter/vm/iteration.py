@@ -45,8 +45,8 @@ def is_sourced_sequence(value: Any) -> bool:
     return container is not None and isinstance(value, (container.ModuleList, container.Sequential))
 
 
-_ITEMS_VIEW = type({}.items())
-_VALUES_VIEW = type({}.values())
+_ITEMS_VIEW: type = type({}.items())
+_VALUES_VIEW: type = type({}.values())
 
 
 def _iterate_dict_view(context: Any, view: Any, mapping: dict, source: Source) -> Any:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import builtins
 import functools
+from collections.abc import Callable
 from types import CellType, FunctionType
-from typing import Any, Callable
+from typing import Any
 
-from thunder.interpreter.vm.attributes import is_user_function, load_attribute
+from thunder.interpreter.vm.attributes import load_attribute
 from thunder.interpreter.vm.calls import DEFER, call
 from thunder.interpreter.vm.iteration import get_iterator, next_value
 from thunder.interpreter.vm.operators import truth

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from thunder.interpreter.vm.dispatch import YIELD
 from thunder.interpreter.vm.errors import InterpreterError, annotate_exception
 from thunder.interpreter.vm.frame import Frame
 

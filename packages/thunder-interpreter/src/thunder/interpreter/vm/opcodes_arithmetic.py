@@ -6,7 +6,13 @@ from typing import Any
 
 from thunder.interpreter.vm.calls import call, lookup_type
 from thunder.interpreter.vm.dispatch import handles
-from thunder.interpreter.vm.operators import binary_operation, compare, has_user_dunder, truth, unary_operation
+from thunder.interpreter.vm.operators import (
+    binary_operation,
+    compare,
+    has_user_dunder,
+    truth,
+    unary_operation,
+)
 
 
 @handles("BINARY_OP")
@@ -57,7 +63,9 @@ def contains_op(frame: Any, op: Any) -> None:
     item = stack[-1]
     context = frame.context
     if has_user_dunder(context, type(container), "__contains__"):
-        found = truth(context, call(context, lookup_type(type(container), "__contains__"), (container, item), {}))
+        found = truth(
+            context, call(context, lookup_type(type(container), "__contains__"), (container, item), {})
+        )
     else:
         found = item in container
     stack[-1] = found != bool(op.arg)

@@ -74,7 +74,9 @@ def import_from(frame: Any, op: Any) -> None:
         full_name = f"{getattr(module, '__name__', '?')}.{name}"
         value = sys.modules.get(full_name)
         if value is None:
-            raise ImportError(f"cannot import name '{name}' from '{getattr(module, '__name__', '?')}'", name=name) from None
+            raise ImportError(
+                f"cannot import name '{name}' from '{getattr(module, '__name__', '?')}'", name=name
+            ) from None
     frame.stack.append(value)
 
 

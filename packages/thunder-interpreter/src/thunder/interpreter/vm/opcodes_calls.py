@@ -93,9 +93,14 @@ _INTRINSICS_1 = {
     6: lambda frame, value: tuple(value),
 }
 _INTRINSIC_NAMES = {
-    1: "interactive print", 2: "from module import *", 4: "async generator",
-    7: "PEP 695 type parameters", 8: "PEP 695 type parameters", 9: "PEP 695 type parameters",
-    10: "PEP 695 generic subscript", 11: "PEP 695 type alias",
+    1: "interactive print",
+    2: "from module import *",
+    4: "async generator",
+    7: "PEP 695 type parameters",
+    8: "PEP 695 type parameters",
+    9: "PEP 695 type parameters",
+    10: "PEP 695 generic subscript",
+    11: "PEP 695 type alias",
 }
 
 

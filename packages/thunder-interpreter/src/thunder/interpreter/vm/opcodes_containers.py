@@ -134,7 +134,11 @@ def unpack_sequence(frame: Any, op: Any) -> None:
     stack = frame.stack
     sequence = stack.pop()
     count = op.arg
-    if type(sequence) is tuple and len(sequence) == count and frame.context.provenance.source_of(sequence) is None:
+    if (
+        type(sequence) is tuple
+        and len(sequence) == count
+        and frame.context.provenance.source_of(sequence) is None
+    ):
         stack.extend(reversed(sequence))
         return
     items = iterate_all(frame.context, sequence)
@@ -150,7 +154,9 @@ def unpack_ex(frame: Any, op: Any) -> None:
     before, after = op.arg & 0xFF, op.arg >> 8
     items = iterate_all(frame.context, frame.stack.pop())
     if len(items) < before + after:
-        raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {len(items)})")
+        raise ValueError(
+            f"not enough values to unpack (expected at least {before + after}, got {len(items)})"
+        )
     middle_end = len(items) - after
     result = items[:before] + [items[before:middle_end]] + items[middle_end:]
     frame.stack.extend(reversed(result))

@@ -15,7 +15,9 @@ def jump(frame: Any, op: Any) -> None:
 
 
 @handles(
-    "POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE",
+    "POP_JUMP_IF_FALSE",
+    "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_FALSE",
 )
 def pop_jump_if_false(frame: Any, op: Any) -> None:
     if not truth(frame.context, frame.stack.pop()):

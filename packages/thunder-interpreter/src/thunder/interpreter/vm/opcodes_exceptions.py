@@ -99,7 +99,9 @@ def before_with(frame: Any, op: Any) -> None:
     exit_method = _bind_special(frame.context, manager, "__exit__")
     if enter is MISSING or exit_method is MISSING:
         hint = " (missed __exit__ method)" if enter is not MISSING else ""
-        raise TypeError(f"'{type(manager).__name__}' object does not support the context manager protocol{hint}")
+        raise TypeError(
+            f"'{type(manager).__name__}' object does not support the context manager protocol{hint}"
+        )
     stack.append(exit_method)
     stack.append(call(frame.context, enter, (), {}))
 

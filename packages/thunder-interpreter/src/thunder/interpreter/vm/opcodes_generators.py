@@ -41,7 +41,7 @@ def send(frame: Any, op: Any) -> None:
         if value is None:
             result = next_value(frame.context, receiver)
         else:
-            result = call(frame.context, getattr(receiver, "send"), (value,), {})
+            result = call(frame.context, receiver.send, (value,), {})
     except StopIteration as stop:
         if PY312:
             stack.append(stop.value)

@@ -10,7 +10,9 @@ from thunder.interpreter.vm.dispatch import NULL, handles
 
 
 def _unbound_local(op: Any) -> UnboundLocalError:
-    return UnboundLocalError(f"cannot access local variable '{op.argval}' where it is not associated with a value")
+    return UnboundLocalError(
+        f"cannot access local variable '{op.argval}' where it is not associated with a value"
+    )
 
 
 @handles("LOAD_FAST", "LOAD_FAST_CHECK")

@@ -65,18 +65,22 @@ def _match_class(subject: Any, cls: Any, positional_count: int, names: tuple) ->
         raise TypeError("called match pattern must be a class")
     if not isinstance(subject, cls):
         return None
-    attributes = []
+    attributes: list[Any] = []
     if positional_count:
         match_args = getattr(cls, "__match_args__", None)
         if match_args is None and isinstance(subject, _SELF_MATCHING) and cls in _SELF_MATCHING:
             if positional_count > 1:
-                raise TypeError(f"{cls.__name__}() accepts 1 positional sub-pattern ({positional_count} given)")
+                raise TypeError(
+                    f"{cls.__name__}() accepts 1 positional sub-pattern ({positional_count} given)"
+                )
             attributes.append(subject)
             positional_names: tuple = ()
         else:
             match_args = () if match_args is None else match_args
             if type(match_args) is not tuple:
-                raise TypeError(f"{cls.__name__}.__match_args__ must be a tuple (got {type(match_args).__name__})")
+                raise TypeError(
+                    f"{cls.__name__}.__match_args__ must be a tuple (got {type(match_args).__name__})"
+                )
             if positional_count > len(match_args):
                 raise TypeError(
                     f"{cls.__name__}() accepts {len(match_args)} positional sub-pattern"

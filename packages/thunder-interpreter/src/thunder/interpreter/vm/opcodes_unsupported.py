@@ -4,7 +4,8 @@ construct and the user's file:line, instead of silently misbehaving.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from thunder.interpreter.vm.errors import unsupported
 

@@ -8,6 +8,7 @@ binary-operator protocol (reflected operands, subclass priority, NotImplemented)
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from types import FunctionType
 from typing import Any
 
@@ -16,12 +17,18 @@ from thunder.interpreter.vm.calls import MISSING, call, lookup_type
 __all__ = ["binary_operation", "compare", "unary_operation", "truth", "has_user_dunder", "call_dunder"]
 
 _BINARY_SPECS = [
-    (operator.add, operator.iadd, "add", "+"), (operator.and_, operator.iand, "and", "&"),
-    (operator.floordiv, operator.ifloordiv, "floordiv", "//"), (operator.lshift, operator.ilshift, "lshift", "<<"),
-    (operator.matmul, operator.imatmul, "matmul", "@"), (operator.mul, operator.imul, "mul", "*"),
-    (operator.mod, operator.imod, "mod", "%"), (operator.or_, operator.ior, "or", "|"),
-    (operator.pow, operator.ipow, "pow", "**"), (operator.rshift, operator.irshift, "rshift", ">>"),
-    (operator.sub, operator.isub, "sub", "-"), (operator.truediv, operator.itruediv, "truediv", "/"),
+    (operator.add, operator.iadd, "add", "+"),
+    (operator.and_, operator.iand, "and", "&"),
+    (operator.floordiv, operator.ifloordiv, "floordiv", "//"),
+    (operator.lshift, operator.ilshift, "lshift", "<<"),
+    (operator.matmul, operator.imatmul, "matmul", "@"),
+    (operator.mul, operator.imul, "mul", "*"),
+    (operator.mod, operator.imod, "mod", "%"),
+    (operator.or_, operator.ior, "or", "|"),
+    (operator.pow, operator.ipow, "pow", "**"),
+    (operator.rshift, operator.irshift, "rshift", ">>"),
+    (operator.sub, operator.isub, "sub", "-"),
+    (operator.truediv, operator.itruediv, "truediv", "/"),
     (operator.xor, operator.ixor, "xor", "^"),
 ]
 # BINARY_OP's oparg indexes this: 0-12 binary, 13-25 in-place, each with its dunder names.
@@ -30,11 +37,16 @@ _BINARY = [
     for native, inplace, name, symbol in _BINARY_SPECS
 ]
 _COMPARISONS = {
-    "<": (operator.lt, "__lt__", "__gt__"), "<=": (operator.le, "__le__", "__ge__"),
-    "==": (operator.eq, "__eq__", "__eq__"), "!=": (operator.ne, "__ne__", "__ne__"),
-    ">": (operator.gt, "__gt__", "__lt__"), ">=": (operator.ge, "__ge__", "__le__"),
+    "<": (operator.lt, "__lt__", "__gt__"),
+    "<=": (operator.le, "__le__", "__ge__"),
+    "==": (operator.eq, "__eq__", "__eq__"),
+    "!=": (operator.ne, "__ne__", "__ne__"),
+    ">": (operator.gt, "__gt__", "__lt__"),
+    ">=": (operator.ge, "__ge__", "__le__"),
 }
-_NATIVE_TYPES = frozenset({int, float, bool, str, bytes, list, tuple, dict, set, frozenset, type(None), complex, slice, range})
+_NATIVE_TYPES = frozenset(
+    {int, float, bool, str, bytes, list, tuple, dict, set, frozenset, type(None), complex, slice, range}
+)
 
 
 def has_user_dunder(context: Any, cls: type, name: str) -> bool:
@@ -107,7 +119,10 @@ def compare(context: Any, symbol: str, left: Any, right: Any) -> Any:
     if not (has_user_dunder(context, type(left), name) or has_user_dunder(context, type(right), reflected)):
         return native(left, right)
     left_type, right_type = type(left), type(right)
-    attempts = [(lookup_type(left_type, name), left, right), (lookup_type(right_type, reflected), right, left)]
+    attempts = [
+        (lookup_type(left_type, name), left, right),
+        (lookup_type(right_type, reflected), right, left),
+    ]
     if right_type is not left_type and issubclass(right_type, left_type) and attempts[1][0] is not MISSING:
         attempts.reverse()
     for method, obj, other in attempts:
@@ -125,7 +140,11 @@ def compare(context: Any, symbol: str, left: Any, right: Any) -> Any:
     )
 
 
-_UNARY = {"__neg__": operator.neg, "__pos__": operator.pos, "__invert__": operator.invert}
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "__neg__": operator.neg,
+    "__pos__": operator.pos,
+    "__invert__": operator.invert,
+}
 
 
 def unary_operation(context: Any, name: str, value: Any) -> Any:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from thunder.core.sources import Source
 
 # Importing the opcode modules fills the dispatch table.
 from thunder.interpreter.vm import (  # noqa: F401
+    lookasides,  # noqa: F401
     opcodes_arithmetic,
     opcodes_attributes,
     opcodes_calls,
@@ -19,7 +21,6 @@ from thunder.interpreter.vm import (  # noqa: F401
     opcodes_match,
     opcodes_stack,
 )
-from thunder.interpreter.vm import lookasides  # noqa: F401
 from thunder.interpreter.vm.calls import call
 from thunder.interpreter.vm.context import InterpreterContext
 from thunder.interpreter.vm.hooks import InterpreterHooks
