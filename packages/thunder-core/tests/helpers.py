@@ -6,25 +6,16 @@ from typing import Any
 
 import torch
 
-from thunder.core import devices, dtypes, prims
-from thunder.core.executor import FusionExecutor, OperatorExecutor
-from thunder.core.pytree import tree_map
+from thunder.core import prims
+from thunder.core.executor import FusionExecutor, OperatorExecutor, to_torch_arguments, to_torch_value
 from thunder.core.symbol import BoundSymbol, Symbol
-
-
-def _native(x: Any) -> Any:
-    if isinstance(x, dtypes.dtype):
-        return x.torch_dtype
-    if isinstance(x, devices.Device):
-        return x.torch_device
-    return x
 
 
 class PrimsExecutor(OperatorExecutor):
     """Runs a handful of prims with torch; enough for pipeline tests."""
 
     def convert_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        return tree_map(_native, args), tree_map(_native, kwargs)
+        return to_torch_arguments(args, kwargs)
 
 
 def _broadcast_in_dim(a: torch.Tensor, shape: tuple, dims: tuple) -> torch.Tensor:
@@ -100,7 +91,7 @@ def _region_function(region: list[BoundSymbol], inputs: list, outputs: list) -> 
         env = {p.name: v for p, v in zip(inputs, values)}
 
         def read(x: Any) -> Any:
-            return env[x.name] if hasattr(x, "name") and x.name in env else _native(x)
+            return env[x.name] if hasattr(x, "name") and x.name in env else to_torch_value(x)
 
         for b in region:
             result = _TORCH_ELEMENTWISE[b.symbol.name](*[read(a) for a in b.args])

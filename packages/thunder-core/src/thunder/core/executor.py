@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from thunder.core import devices, dtypes
+from thunder.core.pytree import tree_map
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import get_tracectx
 
@@ -34,6 +36,7 @@ __all__ = [
     "set_default_executors",
     "resolve_executors",
     "ENTRY_POINT_GROUP",
+    "to_torch_arguments",
 ]
 
 ENTRY_POINT_GROUP = "thunder.executors"
@@ -63,6 +66,20 @@ class Implementation:
     operator: Symbol | None
     checker: Callable[..., bool]
     execution_transform: Callable[..., Any] | None
+
+
+def to_torch_value(x: Any) -> Any:
+    """thunder's dtypes and devices as torch's; anything else unchanged."""
+    if isinstance(x, dtypes.dtype):
+        return x.torch_dtype
+    if isinstance(x, devices.Device):
+        return x.torch_device
+    return x
+
+
+def to_torch_arguments(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A call's arguments as PyTorch callables take them (for executors that call PyTorch)."""
+    return tree_map(to_torch_value, args), tree_map(to_torch_value, kwargs)
 
 
 def _always(*args: Any, **kwargs: Any) -> bool:

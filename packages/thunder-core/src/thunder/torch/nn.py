@@ -103,14 +103,21 @@ def _implicit_dim(dim: int | None) -> int:
     return dim
 
 
-@torchsymbol(F.softmax, torch.softmax, torch.Tensor.softmax, method="softmax")
-def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
+def _shifted_by_max(a: TensorProxy, dim: int | None, dtype: Any) -> tuple[TensorProxy, int, dtypes.dtype]:
+    """``a - amax(a, dim)`` in the computation dtype (softmax's numerically safe start), the dim, the result dtype."""
     computation_dtype, result_dtype = _softmax_dtype(a, dtype)
     a = to_dtype(a, computation_dtype)
     d = canonical_dim(_implicit_dim(dim), a.ndim)
     if a.numel() == 0:
-        return to_dtype(a, result_dtype)
-    shifted = ew.sub(a, reductions.amax(a, d, keepdim=True))
+        return a, d, result_dtype
+    return ew.sub(a, reductions.amax(a, d, keepdim=True)), d, result_dtype
+
+
+@torchsymbol(F.softmax, torch.softmax, torch.Tensor.softmax, method="softmax")
+def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
+    shifted, d, result_dtype = _shifted_by_max(a, dim, dtype)
+    if shifted.numel() == 0:
+        return to_dtype(shifted, result_dtype)
     exponentials = ew.exp(shifted)
     return to_dtype(ew.true_divide(exponentials, reductions.sum(exponentials, d, keepdim=True)), result_dtype)
 
@@ -119,12 +126,9 @@ def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype:
 def log_softmax(
     a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
 ) -> TensorProxy:
-    computation_dtype, result_dtype = _softmax_dtype(a, dtype)
-    a = to_dtype(a, computation_dtype)
-    d = canonical_dim(_implicit_dim(dim), a.ndim)
-    if a.numel() == 0:
-        return to_dtype(a, result_dtype)
-    shifted = ew.sub(a, reductions.amax(a, d, keepdim=True))
+    shifted, d, result_dtype = _shifted_by_max(a, dim, dtype)
+    if shifted.numel() == 0:
+        return to_dtype(shifted, result_dtype)
     log_normalizer = ew.log(reductions.sum(ew.exp(shifted), d, keepdim=True))
     return to_dtype(ew.sub(shifted, log_normalizer), result_dtype)
 

@@ -15,9 +15,8 @@ from typing import Any
 import torch
 
 import thunder.torch as ltorch
-from thunder.core import devices, dtypes, prims
-from thunder.core.executor import OperatorExecutor, register_executor
-from thunder.core.pytree import tree_map
+from thunder.core import prims
+from thunder.core.executor import OperatorExecutor, register_executor, to_torch_arguments
 from thunder.core.symbol import Symbol
 
 __all__ = ["executor", "TorchExecutor"]
@@ -31,17 +30,9 @@ _NAMESPACES: tuple[tuple[str, Any], ...] = (
 )
 
 
-def _to_torch(x: Any) -> Any:
-    if isinstance(x, dtypes.dtype):
-        return x.torch_dtype
-    if isinstance(x, devices.Device):
-        return x.torch_device
-    return x
-
-
 class TorchExecutor(OperatorExecutor):
     def convert_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        return tree_map(_to_torch, args), tree_map(_to_torch, kwargs)
+        return to_torch_arguments(args, kwargs)
 
 
 executor = TorchExecutor("torch", version=torch.__version__)
