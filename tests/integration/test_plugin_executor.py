@@ -37,6 +37,12 @@ SCRIPT = textwrap.dedent(
     assert "example_relu" in src, src
     print(src)
 
+    # A module calling F.relu(x, inplace=False) (nn.ReLU) goes to the plugin too.
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    jmodel = thunder.jit(model, executors=["example"])
+    torch.testing.assert_close(jmodel(x), model(x))
+    assert "example_relu" in str(thunder.last_traces(jmodel)[-1])
+
     # Installed is not chosen: without asking for it, relu does not go to the plugin.
     default = thunder.jit(fn)
     assert torch.equal(default(x), fn(x))
