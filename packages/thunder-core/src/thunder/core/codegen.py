@@ -19,7 +19,7 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import Trace
 
-__all__ = ["value_to_python", "trace_to_python", "compile_trace", "bound_symbol_lines"]
+__all__ = ["value_to_python", "trace_to_python", "compile_trace"]
 
 # How a printed module prefix is imported; any other prefix is imported as ``import <prefix>``.
 _MODULE_IMPORTS = {
@@ -148,10 +148,6 @@ def _import_line(fn: Any, name: str) -> str | None:
 
 def value_to_python(x: Any) -> str:
     return _Printer().value(x)
-
-
-def bound_symbol_lines(bound_symbol: BoundSymbol) -> list[str]:
-    return _Printer().bound_symbol(bound_symbol)
 
 
 def _source_and_constants(trace: Trace) -> tuple[str, dict[str, Any]]:

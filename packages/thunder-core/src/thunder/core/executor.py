@@ -33,7 +33,6 @@ __all__ = [
     "get_executor",
     "get_all_executors",
     "get_default_executors",
-    "set_default_executors",
     "resolve_executors",
     "ENTRY_POINT_GROUP",
     "to_torch_arguments",
@@ -232,16 +231,9 @@ def get_executor(name: str) -> Executor:
 
 
 def get_default_executors() -> list[Executor]:
-    return [get_executor(name) for name in _default_names if name in _registry or _try_load(name)]
-
-
-def _try_load(name: str) -> bool:
+    """The executors used after the user's own: those of ``_default_names`` that are registered."""
     _load_entry_points()
-    return name in _registry
-
-
-def set_default_executors(names: Sequence[str]) -> None:
-    _default_names[:] = list(names)
+    return [_registry[name] for name in _default_names if name in _registry]
 
 
 def resolve_executors(executors: Sequence[str | Executor] | None) -> list[Executor]:

@@ -22,11 +22,10 @@ class ThunderModule(torch.nn.Module):
     def __init__(self, model: torch.nn.Module, compiled_model_call: Callable):
         super().__init__()
         self._model = model
-        self._forward_fn = compiled_model_call
         self._thunder_jitted = compiled_model_call
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._forward_fn(*args, **kwargs)
+        return self._thunder_jitted(*args, **kwargs)
 
     def named_parameters(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True

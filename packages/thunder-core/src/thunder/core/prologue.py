@@ -42,6 +42,11 @@ def check_value(value: Any, expected: Any) -> None:
         raise GuardFailure
 
 
+def _print_check_tensor(bound_symbol: BoundSymbol) -> list[str]:
+    proxy, shape, device_name, dtype, requires_grad = bound_symbol.args
+    return [f"check_tensor({proxy.name}, {shape!r}, {device_name}, {dtype}, {requires_grad!r})"]
+
+
 def _print_unpack(bound_symbol: BoundSymbol) -> list[str]:
     (expression,) = bound_symbol.args
     return [f"{bound_symbol.output.name} = {expression}"]
@@ -54,7 +59,7 @@ def _print_check_value(bound_symbol: BoundSymbol) -> list[str]:
 
 UNPACK = Symbol(name="unpack", id="prologue.unpack", meta=lambda expression: None, printer=_print_unpack)
 CHECK_TENSOR = Symbol(
-    name="check_tensor", id="prologue.check_tensor", meta=lambda *args: None, fn=check_tensor
+    name="check_tensor", id="prologue.check_tensor", meta=lambda *args: None, printer=_print_check_tensor
 )
 CHECK_VALUE = Symbol(name="check_value", id="prologue.check_value", meta=lambda *args: None,
                      printer=_print_check_value, fn=check_value)  # fmt: skip
@@ -71,7 +76,7 @@ class PrologueBuilder:
         self.computation = computation
         self.prologue = Trace("prologue")
         self.prologue.signature = "*args, **kwargs"
-        self.prologue.constants["check_value"] = check_value
+        self.prologue.constants.update(check_value=check_value, check_tensor=check_tensor, torch=torch)
         self._tensors: dict[int, tuple[Any, TensorProxy]] = {}
         self._guarded: set[str] = set()
 
@@ -79,7 +84,7 @@ class PrologueBuilder:
         for name, value in self.prologue.constants.items():
             if value is obj:
                 return name
-        name = f"_source{len(self.prologue.constants)}"
+        name = f"_constant{len(self.prologue.constants)}"
         self.prologue.constants[name] = obj
         return name
 
@@ -101,7 +106,9 @@ class PrologueBuilder:
             self.prologue.names.add(proxy.name)
             expression = source.expression(self._constant_name)
             self.prologue.record(BoundSymbol(UNPACK, (expression,), {}, proxy))
-            metadata = (proxy.shape, tensor.device, dtypes.to_torch_dtype(proxy.dtype), proxy.requires_grad)
+            # The device is bound by name: spelled as torch.device(...) it would be rebuilt on every call.
+            device_name = self._constant_name(tensor.device)
+            metadata = (proxy.shape, device_name, dtypes.to_torch_dtype(proxy.dtype), proxy.requires_grad)
             self.prologue.record(BoundSymbol(CHECK_TENSOR, (proxy, *metadata)))
         return proxy
 

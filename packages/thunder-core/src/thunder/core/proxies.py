@@ -18,7 +18,7 @@ import torch
 from thunder.core import devices, dtypes
 from thunder.core.trace import get_tracectx
 
-__all__ = ["Proxy", "TensorProxy", "register_tensor_method", "tensor_method", "is_proxy"]
+__all__ = ["Proxy", "TensorProxy", "register_tensor_method", "tensor_method"]
 
 
 class Proxy:
@@ -37,10 +37,6 @@ class Proxy:
 
     def type_comment(self) -> str:
         raise NotImplementedError
-
-
-def is_proxy(x: Any) -> bool:
-    return isinstance(x, Proxy)
 
 
 _tensor_methods: dict[str, Callable] = {}
