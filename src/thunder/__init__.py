@@ -98,8 +98,11 @@ def last_traces(fn: Any) -> list[Trace]:
 
 
 def last_backward_traces(fn: Any) -> list[Trace]:
-    """The backward traces of the last compile; empty while thunder builds no backward of its own."""
-    return []
+    """The backward traces of the last compile, from the autograd split to the execution trace.
+
+    Empty when the last compile needed no gradients (no input required grad, or grad mode was off).
+    """
+    return compile_stats(fn).last_backward_traces
 
 
 def last_prologue_traces(fn: Any) -> list[Trace]:

@@ -14,9 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import torch
+
+from thunder.core.autograd_function import differentiable_callable
 from thunder.core.executor import Executor, resolve_executors
 from thunder.core.prologue import GuardFailure
+from thunder.core.proxies import TensorProxy
 from thunder.core.trace import Trace
+from thunder.core.transforms.autograd import saved_bytes, split_forward_backward
 from thunder.core.transforms.claim_executors import claim_executors
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.lifetimes import insert_deletes
@@ -69,6 +74,9 @@ class CacheEntry:
     computation: Callable
     prologue_traces: list[Trace]
     computation_traces: list[Trace]
+    backward_traces: list[Trace] = field(default_factory=list)
+    # torch's grad mode the entry was compiled for, when it matters (some input requires grad)
+    grad_mode: bool | None = None
 
 
 @dataclass
@@ -79,26 +87,57 @@ class CompileStats:
     cache_misses: int = 0
     last_traces: list[Trace] = field(default_factory=list)
     last_prologue_traces: list[Trace] = field(default_factory=list)
+    last_backward_traces: list[Trace] = field(default_factory=list)
+    last_saved_for_backward_bytes: int | None = None
     last_interpreted_instructions: list = field(default_factory=list)
     last_stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
-def compile_computation(trace: Trace, compile_data: CompileData, stats: CompileStats) -> list[Trace]:
+def compile_computation(
+    trace: Trace, compile_data: CompileData, stats: CompileStats, *, stage_prefix: str = ""
+) -> list[Trace]:
     """The computation trace through the transforms and executors; every intermediate trace is kept."""
     traces = [trace]
 
     def step(name: str, transform: Callable[[Trace], Trace]) -> None:
         start = time.perf_counter()
         traces.append(transform(traces[-1]))
-        stats.last_stage_seconds[name] = time.perf_counter() - start
+        stats.last_stage_seconds[stage_prefix + name] = time.perf_counter() - start
 
-    for index, user_transform in enumerate(compile_data.transforms):
-        step(f"user transform {index}", user_transform)
+    if not stage_prefix:
+        for index, user_transform in enumerate(compile_data.transforms):
+            step(f"user transform {index}", user_transform)
     step("dce", dce)
     step("executors", functools.partial(claim_executors, executors=compile_data.executors))
     step("dce after executors", dce)
     step("lifetimes", insert_deletes)
     return traces
+
+
+def needs_autograd(computation: Trace) -> bool:
+    """Whether a call must record gradients: grad mode is on and some input requires grad."""
+    return torch.is_grad_enabled() and any(
+        isinstance(p, TensorProxy) and p.requires_grad for p in computation.args
+    )
+
+
+def compile_with_autograd(
+    computation: Trace, compile_data: CompileData, stats: CompileStats
+) -> tuple[Callable, list[Trace], list[Trace]]:
+    """Split ``computation`` into forward and backward, compile both, and pair them for torch autograd."""
+    traces = [computation]
+    for user_transform in compile_data.transforms:
+        traces.append(user_transform(traces[-1]))
+    start = time.perf_counter()
+    split = split_forward_backward(traces[-1])
+    stats.last_stage_seconds["autograd"] = time.perf_counter() - start
+    stats.last_saved_for_backward_bytes = saved_bytes(split.saved)
+    forward_traces = traces + compile_computation(split.forward, compile_data, stats, stage_prefix="forward ")
+    backward_traces = compile_computation(split.backward, compile_data, stats, stage_prefix="backward ")
+    run = differentiable_callable(
+        forward_traces[-1].python_callable(), backward_traces[-1].python_callable(), split.cotangent_outputs
+    )
+    return run, forward_traces, backward_traces
 
 
 class JittedFunction:
@@ -112,9 +151,13 @@ class JittedFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         for entry in reversed(self._cache):
+            if entry.grad_mode is not None and entry.grad_mode is not torch.is_grad_enabled():
+                continue
             try:
                 inputs = entry.prologue(*args, **kwargs)
             except GuardFailure:
+                continue
+            except Exception:  # a value the prologue fetches is gone (a shorter list, a deleted global)
                 continue
             self._compile_stats.cache_hits += 1
             return entry.computation(*inputs)
@@ -127,19 +170,36 @@ class JittedFunction:
         start = time.perf_counter()
         result = data.frontend(data.fn, args, kwargs, data)
         stats.last_stage_seconds = {"frontend": time.perf_counter() - start}
-        computation_traces = compile_computation(result.computation, data, stats)
+        grad_mode = _grad_mode_dependence(result.computation)
+        stats.last_saved_for_backward_bytes = None
+        backward_traces: list[Trace] = []
+        if needs_autograd(result.computation):
+            run, computation_traces, backward_traces = compile_with_autograd(result.computation, data, stats)
+        else:
+            computation_traces = compile_computation(result.computation, data, stats)
+            run = computation_traces[-1].python_callable()
         entry = CacheEntry(
             prologue=result.prologue.python_callable(),
-            computation=computation_traces[-1].python_callable(),
+            computation=run,
             prologue_traces=[result.prologue],
             computation_traces=computation_traces,
+            backward_traces=backward_traces,
+            grad_mode=grad_mode,
         )
         stats.last_traces = computation_traces
+        stats.last_backward_traces = backward_traces
         stats.last_prologue_traces = entry.prologue_traces
         stats.last_interpreted_instructions = result.instructions
         if data.cache_option != "no caching":
             self._cache.append(entry)
         return entry
+
+
+def _grad_mode_dependence(computation: Trace) -> bool | None:
+    """The grad mode an entry is only valid under: matters only when some input requires grad."""
+    if any(isinstance(p, TensorProxy) and p.requires_grad for p in computation.args):
+        return torch.is_grad_enabled()
+    return None
 
 
 def jit(

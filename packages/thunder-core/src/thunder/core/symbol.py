@@ -64,7 +64,9 @@ class Symbol:
             with trace.subscope() as scope:
                 output = self.decomposition(*args, **kwargs)
             subsymbols = tuple(scope)
-        trace.record(BoundSymbol(self, args, kwargs, output, subsymbols))
+        # Recorded under torch.no_grad() in the user's code: autograd treats the outputs as constants.
+        grad_enabled = torch.is_grad_enabled()
+        trace.record(BoundSymbol(self, args, kwargs, output, subsymbols, grad_enabled))
         return output
 
     def __repr__(self) -> str:
@@ -84,6 +86,7 @@ class BoundSymbol:
     kwargs: dict = field(default_factory=dict)
     output: Any = None
     subsymbols: tuple[BoundSymbol, ...] = ()
+    grad_enabled: bool = True  # whether torch's grad mode was on when the call was recorded
 
     def proxy_args(self) -> list[Proxy]:
         """The proxies this call reads, in order, each once."""

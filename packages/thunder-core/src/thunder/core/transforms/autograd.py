@@ -1,0 +1,200 @@
+"""Autograd: split a computation into a forward trace and a backward trace.
+
+The computation is first made *differentiable*: every bound symbol on a gradient path (one that
+reads a value that needs a gradient) either has a gradient rule (``thunder.core.gradients``) or is
+replaced by its decomposition, recursively; a leaf without a rule there is an error naming it.
+Walking that program backwards, each rule records the gradient computation into the backward
+trace. The proxies of the forward program that the backward reads are what the forward saves; the
+forward trace returns ``(output, saved)`` and the backward trace takes ``(*saved, *cotangents)`` and
+returns one gradient per computation input (``None`` where there is none).
+
+Bound symbols recorded under ``torch.no_grad()`` in the user's code produce constants: gradients
+do not flow through them, as in eager.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from thunder.core import prims
+from thunder.core.gradients import vjp_rule
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_flatten, tree_leaves, tree_map
+from thunder.core.symbol import DEL, RETURN, BoundSymbol, Symbol
+from thunder.core.trace import Trace, from_trace, tracectx
+from thunder.core.transforms.dce import dce
+
+__all__ = ["ForwardBackward", "NoGradientRuleError", "split_forward_backward", "saved_bytes"]
+
+
+class NoGradientRuleError(NotImplementedError):
+    """A symbol on a gradient path has neither a gradient rule nor a decomposition."""
+
+
+@dataclass
+class ForwardBackward:
+    forward: Trace  # returns (output, saved)
+    backward: Trace  # takes (*saved, *cotangents), returns one gradient per forward input
+    saved: list[TensorProxy]
+    cotangent_outputs: list[int]  # positions in the flat output whose cotangents the backward takes
+
+
+def split_forward_backward(computation: Trace) -> ForwardBackward:
+    needs_grad = {p.name for p in computation.args if isinstance(p, TensorProxy) and p.requires_grad}
+    program = _differentiable(computation.bound_symbols, needs_grad)
+    output = computation.output
+    flat_output, _ = tree_flatten(output)
+    backward = from_trace(computation, "Backward: the gradients of the forward's inputs")
+    backward.name = "backward"
+    with tracectx(backward):
+        cotangents: dict[str, Any] = {}
+        cotangent_args: list[TensorProxy] = []
+        cotangent_outputs: list[int] = []
+        for position, value in enumerate(flat_output):
+            if isinstance(value, TensorProxy) and value.name in needs_grad:
+                cotangent = TensorProxy(
+                    f"g{value.name}", shape=value.shape, dtype=value.dtype, device=value.device
+                )
+                cotangent_args.append(cotangent)
+                cotangent_outputs.append(position)
+                _accumulate(cotangents, value, cotangent)
+        for bound_symbol in reversed(program):
+            _backward_step(bound_symbol, cotangents, needs_grad)
+        grads = tuple(
+            cotangents.get(p.name) if isinstance(p, TensorProxy) and p.requires_grad else None
+            for p in computation.args
+        )
+        backward.record(BoundSymbol(RETURN, (grads,)))
+    backward = dce(backward)
+    produced = {p.name for p in cotangent_args} | {
+        p.name for b in backward.bound_symbols for p in b.proxy_outputs()
+    }
+    saved = _unique([p for b in backward.bound_symbols for p in b.proxy_args() if p.name not in produced])
+    saved += _unique(
+        [p for p in tree_leaves(backward.output) if isinstance(p, Proxy) and p.name not in produced]
+    )
+    saved = _unique(saved)
+    backward.args = [*saved, *cotangent_args]
+    backward.header = f"Backward: takes {len(saved)} saved tensors and {len(cotangent_args)} output gradients"
+
+    forward = from_trace(computation, "Forward: the computation, returning what the backward needs")
+    forward.name = "forward"
+    forward.decorators = []
+    forward.bound_symbols.extend(b for b in program if b.symbol is not RETURN)
+    forward.bound_symbols.append(BoundSymbol(RETURN, ((output, tuple(saved)),)))
+    forward = dce(forward)
+    forward.header = f"Forward: saves {len(saved)} tensors ({saved_bytes(saved)} bytes) for the backward"
+    return ForwardBackward(forward, backward, saved, cotangent_outputs)
+
+
+def saved_bytes(saved: Sequence[Any]) -> int:
+    return sum(p.numel() * p.dtype.itemsize for p in saved if isinstance(p, TensorProxy))
+
+
+def _unique(proxies: list[Any]) -> list[Any]:
+    return list({p.name: p for p in proxies if isinstance(p, TensorProxy)}.values())
+
+
+def _differentiable(bound_symbols: Sequence[BoundSymbol], needs_grad: set[str]) -> list[BoundSymbol]:
+    """The program with every symbol on a gradient path replaced by ones that have gradient rules."""
+    program: list[BoundSymbol] = []
+    for bound_symbol in bound_symbols:
+        if bound_symbol.symbol in (RETURN, DEL) or not _on_gradient_path(bound_symbol, needs_grad):
+            program.append(bound_symbol)
+        elif vjp_rule(bound_symbol.symbol) is not None:
+            program.append(bound_symbol)
+            needs_grad.update(
+                p.name
+                for p in bound_symbol.proxy_outputs()
+                if isinstance(p, TensorProxy) and _differentiable_dtype(p)
+            )
+        elif bound_symbol.subsymbols or not bound_symbol.symbol.is_leaf:
+            program.extend(_differentiable(bound_symbol.subsymbols, needs_grad))
+        else:
+            raise NoGradientRuleError(
+                f"thunder cannot differentiate {bound_symbol.symbol.id}: it has no gradient rule and no "
+                "decomposition (call it under torch.no_grad(), or on tensors that do not require grad)"
+            )
+    return program
+
+
+def _on_gradient_path(bound_symbol: BoundSymbol, needs_grad: set[str]) -> bool:
+    return bound_symbol.grad_enabled and any(p.name in needs_grad for p in bound_symbol.proxy_args())
+
+
+def _differentiable_dtype(proxy: TensorProxy) -> bool:
+    return proxy.dtype.is_floating_point or proxy.dtype.is_complex
+
+
+def _accumulate(cotangents: dict[str, Any], value: TensorProxy, grad: Any) -> None:
+    if grad is None:
+        return
+    if not isinstance(grad, TensorProxy):
+        raise TypeError(f"a gradient rule returned {grad!r} for {value.name}, not a tensor or None")
+    if grad.shape != value.shape or grad.dtype != value.dtype:
+        raise AssertionError(
+            f"a gradient rule returned a {grad.dtype} {grad.shape} gradient for {value.name}, "
+            f"which is a {value.dtype} {value.shape} tensor"
+        )
+    previous = cotangents.get(value.name)
+    cotangents[value.name] = grad if previous is None else prims.add(previous, grad)
+
+
+def _backward_step(bound_symbol: BoundSymbol, cotangents: dict[str, Any], needs_grad: set[str]) -> None:
+    if bound_symbol.symbol in (RETURN, DEL) or not _on_gradient_path(bound_symbol, needs_grad):
+        return
+    output_cotangents = tree_map(
+        lambda x: cotangents.get(x.name) if isinstance(x, TensorProxy) else None, bound_symbol.output
+    )
+    if all(g is None for g in tree_leaves(output_cotangents)):
+        return
+    rule = vjp_rule(bound_symbol.symbol)
+    assert rule is not None, f"{bound_symbol.symbol.id} reached the backward without a gradient rule"
+    positional, keyword = _bind(bound_symbol)
+    grads = rule(output_cotangents, *positional, out=bound_symbol.output, **keyword)
+    if not isinstance(grads, tuple):
+        grads = (grads,)
+    if len(grads) != len(positional):
+        raise AssertionError(
+            f"the gradient rule of {bound_symbol.symbol.id} returned {len(grads)} gradients "
+            f"for {len(positional)} positional arguments"
+        )
+    for argument, grad in zip(positional, grads):
+        _accumulate_argument(cotangents, argument, grad, needs_grad)
+
+
+def _accumulate_argument(cotangents: dict[str, Any], argument: Any, grad: Any, needs_grad: set[str]) -> None:
+    if grad is None:
+        return
+    if isinstance(argument, TensorProxy):
+        if argument.name in needs_grad:
+            _accumulate(cotangents, argument, grad)
+    elif isinstance(argument, (list, tuple)):
+        for item, item_grad in zip(argument, grad):
+            _accumulate_argument(cotangents, item, item_grad, needs_grad)
+
+
+def _bind(bound_symbol: BoundSymbol) -> tuple[tuple, dict]:
+    """The call's arguments as positional ones plus keyword-only ones, defaults filled in."""
+    signature = _signature(bound_symbol.symbol)
+    if signature is None:
+        return tuple(bound_symbol.args), dict(bound_symbol.kwargs)
+    bound = signature.bind(*bound_symbol.args, **bound_symbol.kwargs)
+    bound.apply_defaults()
+    return tuple(bound.args), dict(bound.kwargs)
+
+
+_signatures: dict[str, inspect.Signature | None] = {}
+
+
+def _signature(symbol: Symbol) -> inspect.Signature | None:
+    if symbol.id not in _signatures:
+        fn: Callable | None = symbol.decomposition or symbol.meta
+        try:
+            _signatures[symbol.id] = inspect.signature(fn) if fn is not None else None
+        except (TypeError, ValueError):
+            _signatures[symbol.id] = None
+    return _signatures[symbol.id]
