@@ -23,9 +23,12 @@ from thunder.core.executor import Executor, get_all_executors, get_default_execu
 from thunder.core.module import ThunderModule  # noqa: E402
 from thunder.core.pipeline import compile_data, compile_stats  # noqa: E402
 from thunder.core.trace import Trace  # noqa: E402
+from thunder.examine import ExamineReport, examine  # noqa: E402
 from thunder.interpreter import interpreter_frontend  # noqa: E402
 
 __all__ = [
+    "examine",
+    "ExamineReport",
     "jit",
     "compile",
     "compile_data",
@@ -64,6 +67,8 @@ def jit(
         cache: ``"constant values"`` (default: Python values the program reads are checked on
             every call and a change recompiles) or ``"no caching"``.
         transforms: functions ``Trace -> Trace`` applied to the computation trace before execution.
+        compile_options: ``fallback=False`` makes a torch operator thunder has no symbol for an error
+            instead of a ``fallback.<name>`` call run by PyTorch (the default; see ``thunder.examine``).
 
     Returns:
         For a module, a ``ThunderModule`` sharing the module's parameters and buffers; for a
@@ -76,6 +81,11 @@ def jit(
         y = jmodel(torch.randn(3, 4))
         print(thunder.last_traces(jmodel)[-1])
     """
+    if cache == "symbolic values":
+        raise NotImplementedError(
+            'cache="symbolic values" (Python numbers as trace inputs) is not implemented yet; '
+            'use "constant values", which recompiles when a number changes'
+        )
     jitted = _pipeline.jit(
         fn,
         frontend=interpreter_frontend,
@@ -89,12 +99,28 @@ def jit(
     return jitted
 
 
-compile = jit  # the name the MNIST tutorial uses  # noqa: A001
+def compile(fn: Callable, **options: Any) -> Any:  # noqa: A001 -- the name the MNIST tutorial uses
+    """The older name of :func:`jit`, taking the same options.
+
+    One difference is kept from the API this name comes from, so that the MNIST tutorial runs as
+    written: after a compile that built a backward, ``last_traces`` returns the pair
+    ``[forward_traces, backward_traces]`` instead of the forward traces alone.
+    """
+    jitted = jit(fn, **options)
+    compile_data(jitted).pair_last_traces = True
+    return jitted
 
 
 def last_traces(fn: Any) -> list[Trace]:
-    """The computation traces of the last compile, from the frontend's to the execution trace."""
-    return compile_stats(fn).last_traces
+    """The computation traces of the last compile, from the frontend's to the execution trace.
+
+    With a backward (some input required grad), these are the forward's traces; for a function
+    made by :func:`compile` they come paired with the backward's: ``[forward_traces, backward_traces]``.
+    """
+    stats = compile_stats(fn)
+    if compile_data(fn).pair_last_traces and stats.last_backward_traces:
+        return [stats.last_traces, stats.last_backward_traces]  # type: ignore[list-item]
+    return stats.last_traces
 
 
 def last_backward_traces(fn: Any) -> list[Trace]:
@@ -106,32 +132,54 @@ def last_backward_traces(fn: Any) -> list[Trace]:
 
 
 def last_prologue_traces(fn: Any) -> list[Trace]:
+    """The prologue traces of the cache entry the last call ran (what it fetched and checked)."""
     return compile_stats(fn).last_prologue_traces
 
 
 def cache_option(fn: Any) -> str:
+    """The cache option ``fn`` was compiled with: ``"constant values"`` or ``"no caching"``."""
     return compile_data(fn).cache_option
 
 
 def cache_hits(fn: Any) -> int:
+    """How many calls of ``fn`` ran a cached computation (its prologue accepted the inputs)."""
     return compile_stats(fn).cache_hits
 
 
 def cache_misses(fn: Any) -> int:
+    """How many calls of ``fn`` traced and compiled anew (every call with ``"no caching"``)."""
     return compile_stats(fn).cache_misses
 
 
 def list_transforms(fn: Any) -> list[Callable[[Trace], Trace]]:
+    """The transforms given to ``thunder.jit(fn, transforms=...)``, in the order they run."""
     return list(compile_data(fn).transforms)
 
 
-def last_interpreted_instructions(fn: Any) -> list:
-    """The instructions the interpreter ran on the last cache miss."""
-    return [record for record in compile_stats(fn).last_interpreted_instructions]
+def last_interpreted_instructions(fn: Any) -> list[tuple[str, str, int, str, str]]:
+    """The instructions the interpreter ran while tracing, on the last cache miss.
+
+    Returns:
+        One ``(function qualname, file name, line, opname, argument)`` tuple per executed instruction,
+        in execution order.
+
+    Example::
+
+        jitted = thunder.jit(lambda x: x * 2)
+        jitted(torch.ones(2))
+        [record[3] for record in thunder.last_interpreted_instructions(jitted)][-1]  # 'RETURN_VALUE'
+    """
+    return [record for record in compile_stats(fn).last_interpreted_instructions if type(record) is tuple]
 
 
 def last_interpreter_log(fn: Any) -> list:
-    """Instructions and other records the interpreter logged on the last cache miss."""
+    """The instructions and other events of the interpreter's last run (on the last cache miss).
+
+    Returns:
+        The records of :func:`last_interpreted_instructions` interleaved, in order, with
+        ``InterpreterEvent(kind, detail)`` records: ``"lookaside"`` (a torch callable replaced by a
+        thunder symbol), ``"opaque call"`` (a callable without Python code run natively).
+    """
     return list(compile_stats(fn).last_interpreted_instructions)
 
 

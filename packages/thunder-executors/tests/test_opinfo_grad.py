@@ -100,6 +100,17 @@ def _samples(opinfo: OpInfo) -> Iterator[SampleInput]:
     yield from opinfo.sample_inputs("cpu", torch.float64, requires_grad=True)
 
 
+def _forward_refused(symbol: Symbol, sample: SampleInput) -> bool:
+    detached = sample.transform(lambda x: x.detach() if isinstance(x, torch.Tensor) else x)
+    try:
+        _compile(symbol)(detached.input, *detached.args, **detached.kwargs)
+    except NotImplementedError:
+        return True
+    except Exception:  # noqa: BLE001 -- other errors are the gradient run's to report
+        return False
+    return False
+
+
 def check_gradients(opinfo: OpInfo, symbol: Symbol, limit: int | None) -> None:
     failures = []
     for index, sample in enumerate(_samples(opinfo)):
@@ -111,6 +122,8 @@ def check_gradients(opinfo: OpInfo, symbol: Symbol, limit: int | None) -> None:
             expected = _vjp(opinfo.op, sample, seed=index)
         except Exception:  # noqa: BLE001 -- samples eager rejects say nothing about gradients
             continue
+        if _forward_refused(symbol, sample):
+            continue  # a clear refusal of the forward (checked by test_opinfo.py), not a gradient matter
         try:
             actual = _vjp(_compile(symbol), sample, seed=index)
         except Exception as error:  # noqa: BLE001

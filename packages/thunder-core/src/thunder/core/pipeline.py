@@ -25,6 +25,7 @@ from thunder.core.transforms.autograd import saved_bytes, split_forward_backward
 from thunder.core.transforms.claim_executors import claim_executors
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.lifetimes import insert_deletes
+from thunder.core.transforms.remat import rematerialize
 
 __all__ = [
     "Frontend",
@@ -66,6 +67,7 @@ class CompileData:
     transforms: list[Callable[[Trace], Trace]] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     used_options: set[str] = field(default_factory=set)
+    pair_last_traces: bool = False  # thunder.compile's last_traces: [forward traces, backward traces]
 
 
 @dataclass
@@ -131,6 +133,9 @@ def compile_with_autograd(
     start = time.perf_counter()
     split = split_forward_backward(traces[-1])
     stats.last_stage_seconds["autograd"] = time.perf_counter() - start
+    start = time.perf_counter()
+    split = rematerialize(split)
+    stats.last_stage_seconds["rematerialization"] = time.perf_counter() - start
     stats.last_saved_for_backward_bytes = saved_bytes(split.saved)
     forward_traces = traces + compile_computation(split.forward, compile_data, stats, stage_prefix="forward ")
     backward_traces = compile_computation(split.backward, compile_data, stats, stage_prefix="backward ")
@@ -147,6 +152,7 @@ class JittedFunction:
         self._compile_data = compile_data
         self._compile_stats = CompileStats()
         self._cache: list[CacheEntry] = []
+        self._last_entry: CacheEntry | None = None
         functools.update_wrapper(self, compile_data.fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -160,6 +166,8 @@ class JittedFunction:
             except Exception:  # a value the prologue fetches is gone (a shorter list, a deleted global)
                 continue
             self._compile_stats.cache_hits += 1
+            if entry is not self._last_entry:  # last_traces & co. describe the entry that ran last
+                self._show(entry)
             return entry.computation(*inputs)
         entry = self._compile(args, kwargs)
         return entry.computation(*entry.prologue(*args, **kwargs))
@@ -178,6 +186,7 @@ class JittedFunction:
         else:
             computation_traces = compile_computation(result.computation, data, stats)
             run = computation_traces[-1].python_callable()
+        codegen_start = time.perf_counter()
         entry = CacheEntry(
             prologue=result.prologue.python_callable(),
             computation=run,
@@ -186,13 +195,20 @@ class JittedFunction:
             backward_traces=backward_traces,
             grad_mode=grad_mode,
         )
-        stats.last_traces = computation_traces
-        stats.last_backward_traces = backward_traces
-        stats.last_prologue_traces = entry.prologue_traces
+        stats.last_stage_seconds["prologue codegen"] = time.perf_counter() - codegen_start
+        self._show(entry)
         stats.last_interpreted_instructions = result.instructions
         if data.cache_option != "no caching":
             self._cache.append(entry)
         return entry
+
+
+    def _show(self, entry: CacheEntry) -> None:
+        stats = self._compile_stats
+        stats.last_traces = entry.computation_traces
+        stats.last_backward_traces = entry.backward_traces
+        stats.last_prologue_traces = entry.prologue_traces
+        self._last_entry = entry
 
 
 def _grad_mode_dependence(computation: Trace) -> bool | None:

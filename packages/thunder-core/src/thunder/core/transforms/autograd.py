@@ -102,7 +102,11 @@ def _differentiable(bound_symbols: Sequence[BoundSymbol], needs_grad: set[str]) 
     """The program with every symbol on a gradient path replaced by ones that have gradient rules."""
     program: list[BoundSymbol] = []
     for bound_symbol in bound_symbols:
-        if bound_symbol.symbol in (RETURN, DEL) or not _on_gradient_path(bound_symbol, needs_grad):
+        if (
+            bound_symbol.symbol in (RETURN, DEL)
+            or "stop_gradient" in bound_symbol.symbol.tags
+            or not _on_gradient_path(bound_symbol, needs_grad)
+        ):
             program.append(bound_symbol)
         elif vjp_rule(bound_symbol.symbol) is not None:
             program.append(bound_symbol)
@@ -144,7 +148,9 @@ def _accumulate(cotangents: dict[str, Any], value: TensorProxy, grad: Any) -> No
 
 
 def _backward_step(bound_symbol: BoundSymbol, cotangents: dict[str, Any], needs_grad: set[str]) -> None:
-    if bound_symbol.symbol in (RETURN, DEL) or not _on_gradient_path(bound_symbol, needs_grad):
+    if bound_symbol.symbol in (RETURN, DEL) or "stop_gradient" in bound_symbol.symbol.tags:
+        return
+    if not _on_gradient_path(bound_symbol, needs_grad):
         return
     output_cotangents = tree_map(
         lambda x: cotangents.get(x.name) if isinstance(x, TensorProxy) else None, bound_symbol.output

@@ -1,0 +1,129 @@
+"""Rematerialization: save less for the backward by recomputing cheap forward work there.
+
+Which forward values to save is a minimum cut. Every tensor ``v`` of the forward becomes an edge
+``v.in -> v.out`` whose capacity is its size in bytes (zero for the forward's inputs, which stay
+alive anyway); a use of ``v`` by the op that makes ``w`` is an edge ``v.out -> w.in`` of infinite
+capacity. The values the backward reads are joined to the sink. The source is joined to the inputs
+and to every value that must not be recomputed: made by an op that is expensive (matmul, linear)
+or random (recomputing a dropout mask would draw a new one). A minimum cut then crosses ``in ->
+out`` edges only: those tensors are saved, and the backward recomputes what lies beyond the cut
+from them. Ops tagged ``elementwise``, ``shape`` or ``reduction`` may be recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import networkx as nx
+
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import RETURN, BoundSymbol
+from thunder.core.trace import from_trace
+from thunder.core.transforms.autograd import ForwardBackward, saved_bytes
+from thunder.core.transforms.dce import dce
+
+__all__ = ["rematerialize"]
+
+RECOMPUTABLE_TAGS = frozenset({"elementwise", "shape", "reduction"})
+_SOURCE, _SINK = "source", "sink"
+
+
+def _recomputable(bound_symbol: BoundSymbol) -> bool:
+    tags = bound_symbol.symbol.tags
+    return bool(tags & RECOMPUTABLE_TAGS) and "random" not in tags
+
+
+def rematerialize(split: ForwardBackward) -> ForwardBackward:
+    if not split.saved:
+        return split
+    forward_symbols = [b for b in split.forward.bound_symbols if b.symbol is not RETURN]
+    producers = {p.name: b for b in forward_symbols for p in b.proxy_outputs()}
+    saved = _min_cut(split, forward_symbols, producers)
+    if {p.name for p in saved} == {p.name for p in split.saved}:
+        return split
+    recomputed = _recomputation(saved, split.saved, producers, forward_symbols)
+
+    backward = from_trace(split.backward, split.backward.header)
+    backward.name = split.backward.name
+    cotangents = split.backward.args[len(split.saved) :]
+    backward.args = [*saved, *cotangents]
+    backward.bound_symbols.extend(recomputed)
+    backward.bound_symbols.extend(split.backward.bound_symbols)
+    backward.header = (
+        f"Backward: takes {len(saved)} saved tensors and {len(cotangents)} output gradients, "
+        f"recomputes {len(recomputed)} forward ops"
+    )
+
+    forward = from_trace(split.forward, split.forward.header)
+    forward.name = split.forward.name
+    output = split.forward.output[0]
+    forward.bound_symbols.extend(forward_symbols)
+    forward.bound_symbols.append(BoundSymbol(RETURN, ((output, tuple(saved)),)))
+    forward = dce(forward)
+    forward.header = (
+        f"Forward: saves {len(saved)} tensors ({saved_bytes(saved)} bytes) for the backward "
+        f"(before rematerialization: {len(split.saved)} tensors, {saved_bytes(split.saved)} bytes)"
+    )
+    return ForwardBackward(forward, backward, saved, split.cotangent_outputs)
+
+
+def _weight(proxy: TensorProxy, is_input: bool) -> int:
+    return 0 if is_input else proxy.numel() * proxy.dtype.itemsize
+
+
+def _min_cut(
+    split: ForwardBackward, forward_symbols: list[BoundSymbol], producers: dict[str, BoundSymbol]
+) -> list[TensorProxy]:
+    graph = nx.DiGraph()
+    tensors: dict[str, TensorProxy] = {}
+    inputs = {p.name for p in split.forward.args if isinstance(p, TensorProxy)}
+
+    def add_tensor(proxy: TensorProxy) -> None:
+        if proxy.name in tensors:
+            return
+        tensors[proxy.name] = proxy
+        graph.add_edge(f"{proxy.name}.in", f"{proxy.name}.out", capacity=_weight(proxy, proxy.name in inputs))
+        producer = producers.get(proxy.name)
+        if producer is None or not _recomputable(producer):
+            graph.add_edge(_SOURCE, f"{proxy.name}.in")  # no capacity: infinite
+
+    for proxy in split.forward.args:
+        if isinstance(proxy, TensorProxy):
+            add_tensor(proxy)
+    for bound_symbol in forward_symbols:
+        outputs = [p for p in bound_symbol.proxy_outputs() if isinstance(p, TensorProxy)]
+        for output in outputs:
+            add_tensor(output)
+        for argument in bound_symbol.proxy_args():
+            if isinstance(argument, TensorProxy):
+                add_tensor(argument)
+                for output in outputs:
+                    graph.add_edge(f"{argument.name}.out", f"{output.name}.in")
+    for proxy in split.saved:
+        add_tensor(proxy)
+        graph.add_edge(f"{proxy.name}.out", _SINK)
+    _, (source_side, _) = nx.minimum_cut(graph, _SOURCE, _SINK)
+    return [
+        tensors[name] for name in tensors if f"{name}.in" in source_side and f"{name}.out" not in source_side
+    ]
+
+
+def _recomputation(
+    saved: list[TensorProxy],
+    needed: Iterable[TensorProxy],
+    producers: dict[str, BoundSymbol],
+    forward_symbols: list[BoundSymbol],
+) -> list[BoundSymbol]:
+    """The forward ops the backward reruns to get ``needed`` from ``saved``, in forward order."""
+    available = {p.name for p in saved}
+    chosen: set[int] = set()
+    pending = [p.name for p in needed if p.name not in available]
+    while pending:
+        name = pending.pop()
+        producer = producers[name]
+        if id(producer) in chosen:
+            continue
+        assert _recomputable(producer), f"rematerialization would recompute {producer.symbol.id}"
+        chosen.add(id(producer))
+        pending += [p.name for p in producer.proxy_args() if p.name not in available]
+    return [b for b in forward_symbols if id(b) in chosen]

@@ -1,0 +1,145 @@
+"""thunder's autograd through the public API: gradients, grad modes, caching and RNG, against eager."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import thunder
+
+
+def _grads(fn, *inputs: torch.Tensor) -> tuple:
+    out = fn(*inputs)
+    loss = sum(o.sum() for o in out) if isinstance(out, tuple) else out.sum()
+    return torch.autograd.grad(loss, [x for x in inputs if x.requires_grad], allow_unused=True)
+
+
+def test_outputs_carry_thunder_grad_fn_and_traces_are_kept() -> None:
+    def fn(a, b):
+        return torch.tanh(a @ b).sum(-1)
+
+    a = torch.randn(3, 4, requires_grad=True)
+    b = torch.randn(4, 5, requires_grad=True)
+    jfn = thunder.jit(fn)
+    out = jfn(a, b)
+    assert type(out.grad_fn).__name__ == "ThunderFunctionBackward"
+    for ours, eager in zip(_grads(jfn, a, b), _grads(fn, a, b)):
+        torch.testing.assert_close(ours, eager)
+    forward, backward = thunder.last_traces(jfn)[-1], thunder.last_backward_traces(jfn)[-1]
+    assert "def forward(" in str(forward) and "def backward(" in str(backward)
+    assert thunder.compile_stats(jfn).last_saved_for_backward_bytes > 0
+    assert any("bytes" in trace.header for trace in thunder.last_traces(jfn))
+
+
+def test_no_grad_block_inside_the_function_stops_gradients() -> None:
+    def fn(x):
+        with torch.no_grad():
+            scale = x * 2
+        return (scale * x).sum()
+
+    x = torch.randn(5, requires_grad=True)
+    (ours,) = torch.autograd.grad(thunder.jit(fn)(x), x)
+    (eager,) = torch.autograd.grad(fn(x), x)
+    torch.testing.assert_close(ours, eager)
+
+
+def test_detach_stops_gradients() -> None:
+    def fn(x):
+        return (x.detach() * x + torch.sin(x)).sum()
+
+    x = torch.randn(5, requires_grad=True)
+    (ours,) = torch.autograd.grad(thunder.jit(fn)(x), x)
+    (eager,) = torch.autograd.grad(fn(x), x)
+    torch.testing.assert_close(ours, eager)
+
+
+def test_requires_grad_and_grad_mode_changes_give_the_right_program() -> None:
+    jfn = thunder.jit(lambda x: torch.exp(x) * 3)
+    x = torch.randn(4)
+    assert not jfn(x).requires_grad
+    x.requires_grad_(True)
+    assert jfn(x).requires_grad
+    with torch.no_grad():
+        assert not jfn(x).requires_grad
+    with torch.inference_mode():
+        assert not jfn(torch.randn(4)).requires_grad
+    y = jfn(x)
+    assert y.requires_grad
+    (grad,) = torch.autograd.grad(y.sum(), x)
+    torch.testing.assert_close(grad, torch.exp(x.detach()) * 3)
+
+
+def test_module_parameters_accumulate_gradients_and_optimizer_steps_match_eager() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(6, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 3)
+    )
+    reference = torch.nn.Sequential(*[m for m in __import__("copy").deepcopy(model)])
+    jmodel = thunder.jit(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(3):
+        x, target = torch.randn(8, 6), torch.randint(0, 3, (8,))
+        for net, opt in ((jmodel, optimizer), (reference, reference_optimizer)):
+            opt.zero_grad()
+            F.cross_entropy(net(x), target).backward()
+            # accumulation: a second backward adds to .grad as in eager
+            if step == 1:
+                F.cross_entropy(net(x), target).backward()
+            opt.step()
+    for ours, eager in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(ours, eager)
+
+
+def test_train_eval_switch_recompiles() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
+    jmodel = thunder.jit(model)
+    x = torch.randn(2, 4)
+    model.eval()
+    torch.testing.assert_close(jmodel(x), model(x))
+    model.train()
+    jmodel(x)
+    assert thunder.cache_misses(jmodel) == 2
+    assert "uniform" in str(thunder.last_traces(jmodel)[-1])
+
+
+def test_autograd_grad_without_create_graph_and_second_order_raises() -> None:
+    jfn = thunder.jit(lambda x: (x**3).sum())
+    x = torch.randn(3, requires_grad=True)
+    (grad,) = torch.autograd.grad(jfn(x), x)
+    torch.testing.assert_close(grad, 3 * x.detach() ** 2)
+    (first,) = torch.autograd.grad(jfn(x), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad|differentiable"):
+        torch.autograd.grad(first.sum(), x)
+
+
+def test_dropout_mask_is_shared_by_forward_and_backward_and_seeded() -> None:
+    jfn = thunder.jit(lambda x: F.dropout(x, 0.5, training=True))
+    x = torch.ones(1000, requires_grad=True)
+    torch.manual_seed(7)
+    y = jfn(x)
+    (grad,) = torch.autograd.grad(y.sum(), x)
+    torch.testing.assert_close(grad, (y != 0).float() * 2.0)
+    assert 300 < int((y == 0).sum()) < 700
+    torch.manual_seed(7)
+    torch.testing.assert_close(jfn(x), y)
+
+
+def test_missing_gradient_rule_is_a_clear_error() -> None:
+    from thunder.core.symbol import make_prim
+    from thunder.core.trace import Trace
+    from thunder.core.transforms.autograd import NoGradientRuleError, split_forward_backward
+    from thunder.core.proxies import TensorProxy
+    from thunder.core.symbol import RETURN, BoundSymbol
+    from thunder.core.trace import tracectx
+
+    opaque = make_prim("no_rule_op", lambda a: a.replace())
+    trace = Trace()
+    with tracectx(trace):
+        a = TensorProxy("a", shape=(2,), dtype=torch.float32, device="cpu", requires_grad=True)
+        trace.args = [a]
+        out = opaque(a)
+        trace.record(BoundSymbol(RETURN, (out,)))
+    with pytest.raises(NoGradientRuleError, match="prims.no_rule_op"):
+        split_forward_backward(trace)
