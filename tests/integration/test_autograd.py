@@ -127,12 +127,10 @@ def test_dropout_mask_is_shared_by_forward_and_backward_and_seeded() -> None:
 
 
 def test_missing_gradient_rule_is_a_clear_error() -> None:
-    from thunder.core.symbol import make_prim
-    from thunder.core.trace import Trace
-    from thunder.core.transforms.autograd import NoGradientRuleError, split_forward_backward
     from thunder.core.proxies import TensorProxy
-    from thunder.core.symbol import RETURN, BoundSymbol
-    from thunder.core.trace import tracectx
+    from thunder.core.symbol import RETURN, BoundSymbol, make_prim
+    from thunder.core.trace import Trace, tracectx
+    from thunder.core.transforms.autograd import NoGradientRuleError, split_forward_backward
 
     opaque = make_prim("no_rule_op", lambda a: a.replace())
     trace = Trace()
