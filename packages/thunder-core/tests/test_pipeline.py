@@ -74,6 +74,47 @@ def test_fusion_executor_groups_neighbouring_claims_into_regions() -> None:
     assert len(fuser.fused_regions) == 2
 
 
+def test_fusion_regions_group_by_data_dependence_across_unfused_work() -> None:
+    fuser = PythonFusionExecutor()
+
+    def fn(a, b):
+        s = ltorch.sin(a)
+        m = ltorch.linear(b, b)  # not fusible, and independent of s: s and c still share a region
+        c = ltorch.exp(a) + s
+        return c, m
+
+    a, b = torch.randn(3, 3), torch.randn(3, 3)
+    jitted = _jit(fn, [fuser, make_prims_executor()])
+    c, m = jitted(a, b)
+    torch.testing.assert_close(c, torch.exp(a) + torch.sin(a))
+    torch.testing.assert_close(m, torch.nn.functional.linear(b, b))
+    assert len(fuser.fused_regions) == 1
+    assert [b.symbol.name for b in fuser.fused_regions[0]] == ["sin", "exp", "add"]
+
+
+def test_fusion_regions_never_form_a_cycle() -> None:
+    fuser = PythonFusionExecutor()
+
+    def fn(a, w):
+        s = ltorch.sin(a)
+        m = ltorch.linear(s, w)  # depends on s, and the next region depends on m
+        return ltorch.exp(m) + ltorch.sin(a) * 2.0
+
+    a, w = torch.randn(3, 3), torch.randn(3, 3)
+    jitted = _jit(fn, [fuser, make_prims_executor()])
+    expected = torch.exp(torch.nn.functional.linear(torch.sin(a), w)) + torch.sin(a) * 2.0
+    torch.testing.assert_close(jitted(a, w), expected)
+    # the sin that the linear reads and the exp of the linear's output cannot share a region
+    execution = pipeline.compile_stats(jitted).last_traces[-1]
+    (linear,) = [b for b in execution.bound_symbols if "linear" in b.symbol.name]
+    linear_input = linear.args[0].name
+    for region in fuser.fused_regions:
+        names = {b.symbol.name for b in region}
+        outputs = {p.name for b in region for p in b.proxy_outputs()}
+        assert not ("exp" in names and linear_input in outputs), names
+    assert len(fuser.fused_regions) == 2
+
+
 def test_dead_code_is_removed_and_intermediates_deleted() -> None:
     def fn(a):
         unused = ltorch.exp(a)  # noqa: F841

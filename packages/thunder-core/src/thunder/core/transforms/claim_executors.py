@@ -59,26 +59,101 @@ def _fusible_leaves(bound_symbol: BoundSymbol, executor: FusionExecutor) -> list
 
 
 def _fuse_regions(claimed: list[tuple[BoundSymbol, FusionExecutor | None]]) -> list[BoundSymbol]:
+    """Group each fusion executor's symbols into regions by data dependence, never making a cycle.
+
+    A symbol joins a region of its executor when no path reaches it from that region through a
+    symbol outside the region (that path would make region -> outsider -> region a cycle). It
+    prefers the region of a producer (vertical fusion), else the executor's latest region
+    (horizontal fusion of independent work), else it opens a new one. Regions are then placed in a
+    topological order of the program, each at the earliest place its inputs allow.
+    """
+    region_of: list[int | None] = []  # per claimed symbol
+    regions: list[tuple[FusionExecutor, list[int]]] = []
+    latest_region: dict[str, int] = {}
+    producer_of: dict[str, int] = {}
+    # regions with a path to the symbol; those with a path through a symbol outside the region
+    reaches: list[frozenset[int]] = []
+    reaches_from_outside: list[frozenset[int]] = []
+
+    for index, (bound_symbol, executor) in enumerate(claimed):
+        producers = sorted({producer_of[p.name] for p in bound_symbol.proxy_args() if p.name in producer_of})
+
+        def blocked(region: int | None) -> frozenset[int]:
+            blocked_regions: set[int] = set()
+            for p in producers:
+                if region is not None and region_of[p] == region:
+                    blocked_regions |= reaches_from_outside[p]
+                else:
+                    blocked_regions |= reaches[p] | ({region_of[p]} if region_of[p] is not None else set())
+            return frozenset(blocked_regions)
+
+        chosen: int | None = None
+        if executor is not None:
+            candidates = [region_of[p] for p in reversed(producers) if region_of[p] is not None]
+            candidates = [r for r in candidates if regions[r][0] is executor]
+            if executor.name in latest_region:
+                candidates.append(latest_region[executor.name])
+            chosen = next((r for r in candidates if r not in blocked(r)), None)
+            if chosen is None:
+                chosen = len(regions)
+                regions.append((executor, []))
+            regions[chosen][1].append(index)
+            latest_region[executor.name] = chosen
+        region_of.append(chosen)
+        reaches_from_outside.append(blocked(chosen))
+        reaching: set[int] = set()
+        for p in producers:
+            reaching |= reaches[p] | ({region_of[p]} if region_of[p] is not None else set())
+        reaches.append(frozenset(reaching))
+        for proxy in bound_symbol.proxy_outputs():
+            producer_of[proxy.name] = index
+    return _emit(claimed, region_of, regions, producer_of)
+
+
+def _emit(
+    claimed: list[tuple[BoundSymbol, FusionExecutor | None]],
+    region_of: list[int | None],
+    regions: list[tuple[FusionExecutor, list[int]]],
+    producer_of: dict[str, int],
+) -> list[BoundSymbol]:
+    """The program with each region as one node, in a topological order close to the original."""
+    node_of = [("region", r) if r is not None else ("symbol", i) for i, r in enumerate(region_of)]
+    members: dict[tuple[str, int], list[int]] = {}
+    for index, node in enumerate(node_of):
+        members.setdefault(node, []).append(index)
+    dependencies: dict[tuple[str, int], set[tuple[str, int]]] = {node: set() for node in members}
+    for index, (bound_symbol, _) in enumerate(claimed):
+        for proxy in bound_symbol.proxy_args():
+            producer = producer_of.get(proxy.name)
+            if producer is not None and producer < index and node_of[producer] != node_of[index]:
+                dependencies[node_of[index]].add(node_of[producer])
+    # RETURN reads everything it returns; DEL must stay after the last use: keep structural symbols
+    # after every node that precedes them in the original order.
+    order = sorted(members, key=lambda node: members[node][0])
+    emitted: set[tuple[str, int]] = set()
     result: list[BoundSymbol] = []
-    region: list[BoundSymbol] = []
-    region_executor: FusionExecutor | None = None
     counters: dict[str, int] = {}
+    pending = list(order)
 
-    def close_region() -> None:
-        nonlocal region
-        if region and region_executor is not None:
-            index = counters.get(region_executor.name, 0)
-            counters[region_executor.name] = index + 1
-            result.append(region_executor.fuse(region, index))
-        region = []
+    def ready(node: tuple[str, int]) -> bool:
+        if not dependencies[node] <= emitted:
+            return False
+        if claimed[members[node][0]][0].symbol not in _STRUCTURAL:
+            return True
+        return all(n in emitted for n in order[: order.index(node)])
 
-    for bound_symbol, executor in claimed:
-        if executor is not region_executor:
-            close_region()
-            region_executor = executor
-        if executor is None:
-            result.append(bound_symbol)
+    while pending:
+        position = next((i for i, node in enumerate(pending) if ready(node)), None)
+        if position is None:
+            raise AssertionError("fusion regions form a cycle")
+        node = pending[position]
+        pending.pop(position)
+        emitted.add(node)
+        if node[0] == "symbol":
+            result.append(claimed[node[1]][0])
         else:
-            region.append(bound_symbol)
-    close_region()
+            executor, indices = regions[node[1]]
+            region_index = counters.get(executor.name, 0)
+            counters[executor.name] = region_index + 1
+            result.append(executor.fuse([claimed[i][0] for i in indices], region_index))
     return result
