@@ -26,6 +26,9 @@ PIECES = {
     "thunder-executors": ["thunder-core"],
     "thunder-dynamo": ["thunder-core", "thunder-interpreter"],
 }
+# distribution -> thunder distributions its tests need besides its own dependencies: thunder.dynamo's
+# tests run the pieces they compile, which takes an executor (found through the registry, never imported).
+TEST_PIECES = {"thunder-dynamo": ["thunder-executors"]}
 EXAMPLE_PLUGIN = "./examples/thunder-example-executor"
 
 nox.options.default_venv_backend = "venv"
@@ -45,11 +48,13 @@ def piece_path(name: str) -> str:
 def piece_session(name: str) -> None:
     def session_function(session: nox.Session) -> None:
         # One pip command, so the declared thunder dependencies resolve to the local paths.
-        session.install(TORCH, piece_path(name), *map(piece_path, PIECES[name]), *test_tools())
+        pieces = [*PIECES[name], *TEST_PIECES.get(name, [])]
+        session.install(TORCH, piece_path(name), *map(piece_path, pieces), *test_tools())
         session.run("pytest", f"packages/{name}/tests", *session.posargs)
 
     needs = ", ".join(["torch", *PIECES[name]])
-    session_function.__doc__ = f"Install {name} with only {needs}, and run its tests."
+    extra = "".join(f" (+ {piece} for its tests)" for piece in TEST_PIECES.get(name, []))
+    session_function.__doc__ = f"Install {name} with only {needs}{extra}, and run its tests."
     nox.session(name=name.removeprefix("thunder-"), python=PYTHON)(session_function)
 
 

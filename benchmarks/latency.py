@@ -1,14 +1,18 @@
-"""Per-call latency of small programs: eager, torch.compile and thunder side by side, one process.
+"""Per-call latency of small programs and first-call time of a GPT-2-small forward, one process.
 
-Measures what a cache hit costs (``a + b`` on 2x2 tensors) and the MNIST tutorial MLP's eval forward
-(batch 8, no_grad), as in ../shared/BENCHMARKS.md. Prints a table with thunder's ratios last.
+Per call, eager vs torch.compile vs thunder: what a cache hit costs (``a + b`` on 2x2 tensors) and the
+MNIST tutorial's 5-layer MLP eval forward (batch 8, no_grad), as in ../shared/BENCHMARKS.md; a table
+with thunder's ratios last. Then the first call of thunder.jit on a GPT-2-small-shaped model (12
+layers, d=768, 12 heads, seq 64, written below in plain torch.nn): trace + compile time per stage.
 
-    python benchmarks/latency.py            # on CUDA if available, else CPU
+    python benchmarks/latency.py                 # on CUDA if available, else CPU
+    python benchmarks/latency.py --skip-compile  # without torch.compile (it needs a C++ compiler on CPU)
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -24,6 +28,66 @@ def mnist_mlp() -> torch.nn.Sequential:
     for n_in, n_out in zip(sizes, sizes[1:]):
         layers += [torch.nn.Linear(n_in, n_out), torch.nn.ReLU(), torch.nn.Dropout(0.1)]
     return torch.nn.Sequential(*layers, torch.nn.Linear(28, 10), torch.nn.Dropout(0.1))
+
+
+class Block(torch.nn.Module):
+    """A GPT-2 block: pre-LayerNorm causal self-attention and a GELU MLP."""
+
+    def __init__(self, d: int, heads: int, seq: int):
+        super().__init__()
+        self.heads = heads
+        self.ln_1, self.ln_2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.c_attn, self.c_proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.c_fc, self.mlp_proj = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.full((seq, seq), float("-inf")).triu(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq, d = x.shape
+        qkv = self.c_attn(self.ln_1(x))
+        q, k, v = (qkv[:, :, i * d : (i + 1) * d].view(batch, seq, self.heads, d // self.heads).transpose(1, 2)
+                   for i in range(3))  # fmt: skip
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads)) + self.mask[:seq, :seq]
+        y = (torch.nn.functional.softmax(scores, dim=-1) @ v).transpose(1, 2).contiguous().view(batch, seq, d)
+        x = x + self.c_proj(y)
+        return x + self.mlp_proj(torch.nn.functional.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT2Small(torch.nn.Module):
+    """GPT-2 small's shapes; it takes token embeddings (batch, seq, d) and returns the logits."""
+
+    def __init__(self, layers: int = 12, d: int = 768, heads: int = 12, seq: int = 64, vocab: int = 50257):
+        super().__init__()
+        self.wpe = torch.nn.Parameter(torch.randn(seq, d) * 0.02)
+        self.h = torch.nn.ModuleList([Block(d, heads, seq) for _ in range(layers)])
+        self.ln_f = torch.nn.LayerNorm(d)
+        self.lm_head = torch.nn.Linear(d, vocab, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.wpe[: x.shape[1]]
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def first_call(device: str) -> None:
+    """Time thunder's first call of the GPT-2-small forward: tracing and compiling, then running."""
+    model = GPT2Small().to(device).eval().requires_grad_(False)
+    x = torch.randn(1, 64, 768, device=device)
+    start = time.perf_counter()
+    expected = model(x)
+    eager = time.perf_counter() - start
+    jitted = thunder.jit(model)
+    start = time.perf_counter()
+    actual = jitted(x)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    total = time.perf_counter() - start
+    torch.testing.assert_close(actual, expected, atol=1e-3, rtol=1e-3)
+    stages = thunder.compile_stats(jitted).last_stage_seconds
+    compile_seconds = sum(stages.values())
+    print(f"\nGPT-2 small forward (12 layers, d=768, 12 heads, seq 64), first call of thunder.jit:")
+    print(f"  trace + compile {compile_seconds:.3f} s, whole first call {total:.3f} s (eager forward {eager:.3f} s)")
+    print("  " + ", ".join(f"{name} {seconds * 1e3:.1f} ms" for name, seconds in stages.items()))
 
 
 def per_call_us(fn: Callable[[], object], device: str, calls: int = 2000, repeats: int = 7) -> float:
@@ -48,22 +112,27 @@ def workloads(device: str) -> dict[str, tuple[Callable, tuple]]:
     net = mnist_mlp().to(device).eval().requires_grad_(False)
     return {
         "a + b": (lambda x, y: x + y, (a, b)),
-        "MNIST MLP eval forward": (net, (torch.rand(8, 784, device=device),)),
+        "5-layer MLP eval forward": (net, (torch.rand(8, 784, device=device),)),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    device = parser.parse_args().device
+    parser.add_argument("--skip-compile", action="store_true", help="leave torch.compile out")
+    options = parser.parse_args()
+    device = options.device
     rows = []
     for name, (fn, args) in workloads(device).items():
-        compiled, jitted = torch.compile(fn), thunder.jit(fn)
+        jitted = thunder.jit(fn)
+        candidates = [("eager", fn), ("thunder", jitted)]
+        if not options.skip_compile:
+            candidates.insert(1, ("torch.compile", torch.compile(fn)))
         with torch.no_grad():
             expected = fn(*args)
             torch.testing.assert_close(jitted(*args), expected)  # never time a wrong answer
-            times = {label: per_call_us(lambda f=f: f(*args), device)
-                     for label, f in (("eager", fn), ("torch.compile", compiled), ("thunder", jitted))}  # fmt: skip
+            times = {label: per_call_us(lambda f=f: f(*args), device) for label, f in candidates}
+        times.setdefault("torch.compile", float("nan"))
         rows.append((name, times))
     print(f"device: {torch.cuda.get_device_name() if device == 'cuda' else 'cpu'}, torch {torch.__version__}")
     print(
@@ -72,6 +141,7 @@ def main() -> None:
     for name, t in rows:
         print(f"{name:26} {t['eager']:8.1f} {t['torch.compile']:8.1f} {t['thunder']:8.1f} "
               f"{t['thunder'] / t['eager']:9.2f} {t['thunder'] / t['torch.compile']:10.2f}")  # fmt: skip
+    first_call(device)
 
 
 if __name__ == "__main__":

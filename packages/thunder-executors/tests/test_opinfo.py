@@ -23,7 +23,7 @@ from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 
 import thunder.executors.torchex as tx
 import thunder.torch as ltorch
-from thunder.core import pipeline
+from thunder.core import fallback, pipeline
 from thunder.core.direct_frontend import direct_frontend
 from thunder.core.symbol import Symbol
 
@@ -31,14 +31,23 @@ from thunder.core.symbol import Symbol
 # name: the reason, and a fragment of the error message. Only these NotImplementedErrors pass.
 # None of the current OpInfo samples needs one; an entry looks like
 #     "nn.functional.cross_entropy": ("label_smoothing is not supported yet", "label_smoothing"),
-NOT_IMPLEMENTED: dict[str, tuple[str, str]] = {}
+NOT_IMPLEMENTED: dict[str, tuple[str, str]] = {
+    "nn.functional.rrelu": ("random slopes in training mode are not supported yet", "training=True"),
+    "tensor_split": ("split points in a tensor give data-dependent shapes", "reads its values"),
+    "repeat_interleave": ("repeats in a tensor give a data-dependent shape", "data-dependent shape"),
+    "__getitem__": ("a boolean mask as an index gives a data-dependent shape", "data-dependent shape"),
+    "masked_select": ("the result has a data-dependent shape", "data-dependent shape"),
+}
 
 # Failures caused outside the torch language and its executor, by OpInfo name: the reason. They
 # run as strict xfails, so a fix elsewhere shows up as an unexpected pass.
 KNOWN_FAILURES: dict[str, str] = {}
 
 # Random ops: compared by their statistics in the tests at the end of this file, not by value.
-RANDOM_SYMBOLS: frozenset[str] = frozenset({"ltorch.dropout", "ltorch.rand"})
+# empty* are here too: eager's values are whatever memory held (thunder's are zeros).
+RANDOM_SYMBOLS: frozenset[str] = frozenset({
+    "ltorch.dropout", "ltorch.rand", "ltorch.bernoulli", "ltorch.empty", "ltorch.empty_like", "ltorch.new_empty",
+})  # fmt: skip
 
 EXECUTOR_MODES = ("torch", "prims")
 FAST_DTYPES = (torch.float32,)
@@ -249,3 +258,136 @@ def test_rand(mode: str, dtype: torch.dtype) -> None:
     assert result.shape == (1000, 30) and result.dtype == dtype
     assert result.min() >= 0 and result.max() <= 1
     assert math.isclose(result.float().mean().item(), 0.5, abs_tol=0.02)
+
+
+# ---------------------------------------------------------------------------------------------
+# Conformance: every OpInfo through thunder, natively or through the fallback to PyTorch
+#
+# ``classify`` runs one OpInfo on one dtype and says how thunder handled it: "native" (a thunder
+# symbol, every sample matches eager), "fallback" (no symbol: the op ran as a visible fallback symbol
+# and every sample matches), "error" (thunder raised a clear NotImplementedError where eager did not),
+# "crash" (thunder raised something else), or "mismatch" (a value differs from eager, or thunder
+# accepted what eager rejects). ``scripts/opinfo_coverage.py`` prints the table over all of op_db.
+
+CONFORMANCE_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool)
+STATUSES = ("native", "fallback", "mismatch", "error", "crash")
+SEVERITY = ("ok", "error", "crash", "mismatch")  # the worst sample decides an OpInfo's status
+# The fast slice CI runs through the fallback: ops without a thunder symbol, of different kinds.
+FALLBACK_SLICE = ("cummax", "logcumsumexp", "kthvalue", "histc", "renorm", "cross", "diff", "mode",
+                  "nn.functional.pdist", "nn.functional.unfold", "searchsorted", "bucketize", "trace")  # fmt: skip
+
+
+# Ops returning uninitialized memory.
+UNINITIALIZED = frozenset(
+    {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted"}
+)
+
+
+def _metadata(value: Any) -> Any:
+    from torch.utils._pytree import tree_map as torch_tree_map
+
+    return torch_tree_map(lambda t: (t.shape, t.dtype, t.device) if isinstance(t, torch.Tensor) else t, value)
+
+
+def compile_fallback(op: Callable) -> Callable:
+    """``op`` recorded as a fallback symbol (as the interpreter does for a torch op with no symbol)."""
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        return fallback.call(op, args, kwargs)
+
+    return pipeline.jit(fn, frontend=direct_frontend, executors=[tx.executor])
+
+
+def opinfo_tolerances(opinfo: OpInfo, dtype: torch.dtype) -> dict[str, float]:
+    """The loosest tolerance the OpInfo's own decorators declare for ``dtype``, else ours."""
+    atol, rtol = {torch.bfloat16: (1e-2, 1.6e-2), torch.float16: (1e-3, 1e-3)}.get(dtype, (0.0, 0.0))
+    for info in opinfo.decorators or ():
+        for decorator in getattr(info, "decorators", (info,)):
+            table = getattr(decorator, "d", None)
+            tolerance = table.get(dtype) if isinstance(table, dict) else None
+            if hasattr(tolerance, "atol") and hasattr(tolerance, "rtol"):
+                atol, rtol = max(atol, tolerance.atol), max(rtol, tolerance.rtol)
+    return {"atol": atol, "rtol": rtol} if atol or rtol else {}
+
+
+def _seeded(fn: Callable, sample: SampleInput) -> Outcome:
+    torch.manual_seed(1234)  # random ops that fall back consume the generator as eager does
+    return run(fn, sample)
+
+
+def classify_sample(
+    opinfo: OpInfo, compiled: Callable, sample: SampleInput, dtype: torch.dtype
+) -> tuple[str, str]:
+    expected, actual = _seeded(opinfo.op, sample), _seeded(compiled, sample)
+    if expected.error is not None:
+        if actual.error is None:
+            return "mismatch", f"eager raised {type(expected.error).__name__} but thunder did not"
+        return "ok", ""
+    if actual.error is not None:
+        status = "error" if isinstance(actual.error, NotImplementedError) else "crash"
+        return status, f"{type(actual.error).__name__}: {actual.error}".splitlines()[0][:300]
+    if opinfo.name in UNINITIALIZED:  # no values to compare: shapes, dtypes and devices must agree
+        actual.value, expected.value = _metadata(actual.value), _metadata(expected.value)
+    try:
+        torch.testing.assert_close(
+            actual.value, expected.value, equal_nan=True, **opinfo_tolerances(opinfo, dtype)
+        )
+    except (AssertionError, TypeError, ValueError, RuntimeError) as mismatch:
+        return "mismatch", " ".join(str(mismatch).split())[:300]
+    return "ok", ""
+
+
+def classify(opinfo: OpInfo, dtype: torch.dtype) -> tuple[str, str]:
+    """How thunder handles ``opinfo`` on ``dtype``: one of ``STATUSES``, and the first problem's description."""
+    symbol = symbol_for_opinfo(opinfo)
+    worst, detail = "ok", ""
+    for sample in samples(opinfo, dtype):
+        compiled = compile_symbol(symbol, "torch") if symbol is not None else compile_fallback(opinfo.op)
+        status, problem = classify_sample(opinfo, compiled, sample, dtype)
+        if SEVERITY.index(status) > SEVERITY.index(worst):
+            worst, detail = status, problem
+        if worst == "mismatch":
+            break
+    if worst != "ok":
+        return worst, detail
+    return ("native" if symbol is not None else "fallback"), ""
+
+
+def _fallback_params(
+    names: tuple[str, ...] | None, dtypes: tuple[torch.dtype, ...], marks: tuple = ()
+) -> list:
+    params = []
+    for opinfo in op_db:
+        if symbol_for_opinfo(opinfo) is not None or (names is not None and opinfo.name not in names):
+            continue
+        for dtype in dtypes:
+            if dtype in opinfo.supported_dtypes("cpu"):
+                params.append(
+                    pytest.param(opinfo, dtype, id=f"{_opinfo_id(opinfo)}-{str(dtype)[6:]}", marks=marks)
+                )
+    return params
+
+
+def check_conformance(opinfo: OpInfo, dtype: torch.dtype) -> None:
+    status, detail = classify(opinfo, dtype)
+    assert status in ("native", "fallback", "error"), f"{status}: {detail}"
+
+
+@pytest.mark.parametrize(("opinfo", "dtype"), _fallback_params(FALLBACK_SLICE, (torch.float32,)))
+def test_fallback_conformance(opinfo: OpInfo, dtype: torch.dtype) -> None:
+    check_conformance(opinfo, dtype)
+
+
+@pytest.mark.parametrize(
+    ("opinfo", "dtype"), _fallback_params(None, CONFORMANCE_DTYPES, marks=(pytest.mark.slow,))
+)
+def test_fallback_conformance_all(opinfo: OpInfo, dtype: torch.dtype) -> None:
+    check_conformance(opinfo, dtype)
+
+
+def test_fallback_is_visible_in_the_trace() -> None:
+    compiled = compile_fallback(torch.cummax)
+    values, indices = compiled(torch.tensor([1.0, 3.0, 2.0]), 0)
+    assert values.tolist() == [1.0, 3.0, 3.0] and indices.tolist() == [0, 1, 1]
+    source = str(pipeline.compile_stats(compiled).last_traces[-1])
+    assert "fallback.torch_cummax(" in source and "from thunder.core import fallback" in source

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from thunder.core.inplace import finish as finish_mutations
 from thunder.core.pipeline import CompileData, FrontendResult
 from thunder.core.prologue import PrologueBuilder
 from thunder.core.proxies import TensorProxy
@@ -39,6 +40,7 @@ def direct_frontend(fn: Callable, args: tuple, kwargs: dict, compile_data: Compi
         proxied_args = [_proxify(a, ArgumentSource(i), builder) for i, a in enumerate(args)]
         proxied_kwargs = {k: _proxify(v, KeywordSource(k), builder) for k, v in kwargs.items()}
         output = fn(*proxied_args, **proxied_kwargs)
+        output = finish_mutations(computation, output)  # in-place changes: current values, epilogue
         computation.record(BoundSymbol(RETURN, (output,)))
     computation.header = "Constructed by the direct frontend"
     if not any(isinstance(p, TensorProxy) and p.requires_grad for p in computation.args):

@@ -19,7 +19,7 @@ from thunder.core.sources import Source
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
 
-__all__ = ["GuardFailure", "PrologueBuilder", "check_tensor", "check_value"]
+__all__ = ["GuardFailure", "PrologueBuilder", "check_tensor", "check_value", "check_identity"]
 
 
 class GuardFailure(Exception):
@@ -42,9 +42,20 @@ def check_value(value: Any, expected: Any) -> None:
         raise GuardFailure
 
 
+def check_identity(value: Any, expected: Any) -> None:
+    if value is not expected:
+        raise GuardFailure
+
+
 def _print_check_tensor(bound_symbol: BoundSymbol) -> list[str]:
+    # Spelled out rather than a call of check_tensor: a prologue runs on every call, and the call
+    # itself would cost as much as the checks.
     proxy, shape, device_name, dtype, requires_grad = bound_symbol.args
-    return [f"check_tensor({proxy.name}, {shape!r}, {device_name}, {dtype}, {requires_grad!r})"]
+    name = proxy.name
+    return [
+        f"if not (isinstance({name}, Tensor) and {name}.dtype is {dtype} and {name}.shape == {shape!r} "
+        f"and {name}.requires_grad is {requires_grad!r} and {name}.device == {device_name}): raise GuardFailure"
+    ]
 
 
 def _print_unpack(bound_symbol: BoundSymbol) -> list[str]:
@@ -65,6 +76,15 @@ CHECK_VALUE = Symbol(name="check_value", id="prologue.check_value", meta=lambda 
                      printer=_print_check_value, fn=check_value)  # fmt: skip
 
 
+def _print_check_identity(bound_symbol: BoundSymbol) -> list[str]:
+    expression, expected_name = bound_symbol.args
+    return [f"check_identity({expression}, {expected_name})"]
+
+
+CHECK_IDENTITY = Symbol(name="check_identity", id="prologue.check_identity", meta=lambda *args: None,
+                        printer=_print_check_identity, fn=check_identity)  # fmt: skip
+
+
 def _finite(value: Any) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
@@ -76,7 +96,10 @@ class PrologueBuilder:
         self.computation = computation
         self.prologue = Trace("prologue")
         self.prologue.signature = "*args, **kwargs"
-        self.prologue.constants.update(check_value=check_value, check_tensor=check_tensor, torch=torch)
+        self.prologue.constants.update(
+            check_value=check_value, check_tensor=check_tensor, check_identity=check_identity, torch=torch,
+            Tensor=torch.Tensor, GuardFailure=GuardFailure,
+        )
         self._tensors: dict[int, tuple[Any, TensorProxy]] = {}
         self._guarded: set[str] = set()
 
@@ -122,6 +145,14 @@ class PrologueBuilder:
         literal = type(value) in (bool, int, float, str, type(None)) and _finite(value)
         expected = repr(value) if literal else self._constant_name(value)
         self.prologue.record(BoundSymbol(CHECK_VALUE, (expression, expected)))
+
+    def add_identity_guard(self, value: Any, source: Source) -> None:
+        """Specialize on an object itself: the prologue checks it is the same object on later calls."""
+        expression = source.expression(self._constant_name)
+        if expression in self._guarded:
+            return
+        self._guarded.add(expression)
+        self.prologue.record(BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value))))
 
     def finish(self) -> Trace:
         self.prologue.record(BoundSymbol(RETURN, (list(self.computation.args),)))

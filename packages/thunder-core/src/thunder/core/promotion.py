@@ -119,4 +119,22 @@ def elementwise_dtypes(*args: Any, kind: PromotionKind) -> tuple[dtypes.dtype, d
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(torch.broadcast_shapes(*shapes))
+    """``torch.broadcast_shapes`` for concrete shapes, without its symbolic-shape machinery (it runs
+    for every elementwise op traced, and torch's costs about a millisecond a call)."""
+    result: list[int] = []
+    for shape in shapes:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if len(shape) > len(result):
+            result[:0] = [1] * (len(shape) - len(result))
+        offset = len(result) - len(shape)
+        for index, size in enumerate(shape):
+            current = result[offset + index]
+            if size == current or size == 1:
+                continue
+            if current != 1:
+                raise RuntimeError(
+                    f"Shape mismatch: objects cannot be broadcast to a single shape. Mismatch is between "
+                    f"{current} and {size} at dimension {index}"
+                )
+            result[offset + index] = size
+    return tuple(result)

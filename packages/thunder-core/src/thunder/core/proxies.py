@@ -10,6 +10,7 @@ so that this module stays independent of the language.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -51,17 +52,24 @@ def tensor_method(name: str) -> Callable:
     try:
         return _tensor_methods[name]
     except KeyError:
-        raise NotImplementedError(
-            f"thunder does not support the tensor method or operator {name!r}"
-        ) from None
+        pass
+    torch_method = getattr(torch.Tensor, name, None)
+    if not name.startswith("_") and inspect.isroutine(torch_method):  # run by PyTorch: core/fallback.py
+        from thunder.core import fallback
+
+        return functools.partial(_fallback_method, fallback, torch_method)
+    raise NotImplementedError(f"thunder does not support the tensor method or operator {name!r}")
 
 
-def _inplace_not_supported(opname: str) -> Callable:
+def _fallback_method(fallback: Any, torch_method: Callable, self: Any, *args: Any, **kwargs: Any) -> Any:
+    return fallback.call(torch_method, (self, *args), kwargs)
+
+
+def _inplace_operator(method_name: str) -> Callable:
+    """``x += y`` is ``x.add_(y)``: the torch language functionalizes it (thunder/torch/inplace.py)."""
+
     def method(self: TensorProxy, other: Any) -> TensorProxy:
-        raise NotImplementedError(
-            f"in-place operator {opname} on a tensor is not supported by thunder yet; "
-            f"write the out-of-place form (x = x {opname[:-1]} y) if the tensor is not shared"
-        )
+        return tensor_method(method_name)(self, other)
 
     return method
 
@@ -198,7 +206,7 @@ class TensorProxy(Proxy):
         return tensor_method("getitem")(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        raise NotImplementedError("assigning into a tensor (x[...] = v) is not supported by thunder yet")
+        tensor_method("setitem")(self, key, value)
 
     @property
     def T(self) -> TensorProxy:  # noqa: N802 -- torch's name
@@ -209,9 +217,11 @@ class TensorProxy(Proxy):
         return tensor_method("mT")(self)
 
 
+# The in-place operators and the in-place methods they are (``x @= y`` is not in-place in torch).
 _INPLACE_OPERATORS = {
-    "iadd": "+=", "isub": "-=", "imul": "*=", "itruediv": "/=", "ifloordiv": "//=", "imod": "%=",
-    "ipow": "**=", "imatmul": "@=", "iand": "&=", "ior": "|=", "ixor": "^=",
+    "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "ifloordiv": "floor_divide_",
+    "imod": "remainder_", "ipow": "pow_", "iand": "bitwise_and_", "ior": "bitwise_or_", "ixor": "bitwise_xor_",
+    "ilshift": "bitwise_left_shift_", "irshift": "bitwise_right_shift_",
 }  # fmt: skip
-for _name, _operator in _INPLACE_OPERATORS.items():
-    setattr(TensorProxy, f"__{_name}__", _inplace_not_supported(_operator))
+for _name, _method_name in _INPLACE_OPERATORS.items():
+    setattr(TensorProxy, f"__{_name}__", _inplace_operator(_method_name))

@@ -20,6 +20,8 @@ __all__ = [
     "AttributeSource",
     "ItemSource",
     "ConstantSource",
+    "LengthSource",
+    "KeysSource",
 ]
 
 
@@ -118,3 +120,29 @@ class ConstantSource(Source):
 
     def describe(self) -> str:
         return self.label
+
+
+@dataclass(frozen=True, eq=False)
+class LengthSource(Source):
+    """The length of a sequence the computation iterated or unpacked."""
+
+    base: Source
+
+    def expression(self, constant_name: Any) -> str:
+        return f"len({self.base.expression(constant_name)})"
+
+    def describe(self) -> str:
+        return f"len({self.base.describe()})"
+
+
+@dataclass(frozen=True, eq=False)
+class KeysSource(Source):
+    """The keys of a dict, in order, as a tuple."""
+
+    base: Source
+
+    def expression(self, constant_name: Any) -> str:
+        return f"tuple({self.base.expression(constant_name)})"
+
+    def describe(self) -> str:
+        return f"the keys of {self.base.describe()}"

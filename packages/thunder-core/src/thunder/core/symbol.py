@@ -55,6 +55,9 @@ class Symbol:
             raise RuntimeError(f"{self.id} records into a trace and can only be called while tracing")
         if trace.tensor_adopter is not None:
             args, kwargs = tree_map(_adopter(trace.tensor_adopter), (args, kwargs))
+        user_arguments = (args, kwargs)
+        if trace.mutations is not None:  # in-place ops happened: read the current values (core/inplace.py)
+            args, kwargs = trace.mutations.resolve(user_arguments)
         if self.is_leaf:
             assert self.meta is not None, f"{self.id} has neither a meta nor a decomposition"
             output = self.meta(*args, **kwargs)
@@ -66,7 +69,13 @@ class Symbol:
             subsymbols = tuple(scope)
         # Recorded under torch.no_grad() in the user's code: autograd treats the outputs as constants.
         grad_enabled = torch.is_grad_enabled()
-        trace.record(BoundSymbol(self, args, kwargs, output, subsymbols, grad_enabled))
+        bound_symbol = BoundSymbol(self, args, kwargs, output, subsymbols, grad_enabled)
+        trace.record(bound_symbol)
+        returns_an_input = isinstance(output, TensorProxy) and any(a is output for a in args)
+        if trace.mutations is not None or returns_an_input:
+            from thunder.core.inplace import note_aliasing  # views, and ops that return an input
+
+            output = note_aliasing(trace, bound_symbol, user_arguments)
         return output
 
     def __repr__(self) -> str:

@@ -22,6 +22,7 @@ _local = threading.local()
 
 RESERVED_NAMES = frozenset(
     {"torch", "prims", "ltorch", "dtypes", "devices", "operator", "thunder", "args", "kwargs"}
+    | {"fallback", "inplace"}
 )
 
 
@@ -60,6 +61,8 @@ class Trace:
         self.tensor_adopter: Callable[[Any], Proxy] | None = None
         self.constants: dict[str, Any] = {}  # Python objects the printed program refers to by name
         self.signature: str | None = None  # the parameter list when it is not ``trace.args``
+        # thunder.core.inplace.Mutations once the traced program mutates a tensor in place
+        self.mutations: Any = None
         self._python_callable: Callable | None = None
 
     # names
@@ -93,6 +96,11 @@ class Trace:
             yield scope
         finally:
             self._scopes.pop()
+
+    @property
+    def at_top_level(self) -> bool:
+        """Whether what is recorded now goes to the trace itself, not into a decomposition."""
+        return len(self._scopes) == 1
 
     @property
     def output(self) -> Any:

@@ -5,65 +5,6 @@ them in place of the torch callables they are registered for (``symbol_for``), a
 them for their methods and operators.
 """
 
-from thunder.torch.conversions import bfloat16, bool, double, float, half, int, long, to, type_as  # noqa: A004
-from thunder.torch.creation import full, ones, ones_like, rand, zeros, zeros_like
-from thunder.torch.elementwise import (
-    abs,
-    acos,
-    add,
-    asin,
-    atan,
-    atan2,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    bitwise_xor,
-    ceil,
-    clamp,
-    cos,
-    cosh,
-    div,
-    eq,
-    erf,
-    erfc,
-    exp,
-    exp2,
-    expm1,
-    floor,
-    floor_divide,
-    fmod,
-    ge,
-    gt,
-    isfinite,
-    isnan,
-    le,
-    log,
-    log1p,
-    log2,
-    lt,
-    maximum,
-    minimum,
-    mul,
-    ne,
-    neg,
-    positive,
-    pow,
-    reciprocal,
-    remainder,
-    round,
-    rsqrt,
-    sign,
-    sin,
-    sinh,
-    sqrt,
-    sub,
-    tan,
-    tanh,
-    tensor_where,
-    true_divide,
-    trunc,
-    where,
-)  # fmt: skip  # noqa: A004
 from thunder.torch.nn import (
     bmm,
     cross_entropy,
@@ -76,28 +17,107 @@ from thunder.torch.nn import (
     nll_loss,
     relu,
     sigmoid,
-    silu,
     softmax,
 )  # fmt: skip
-from thunder.torch.reductions import amax, amin, argmax, argmin, mean, prod, sum, var  # noqa: A004
-from thunder.torch.registry import symbol_for, torch_callables, torchsymbol
-from thunder.torch.shape import (
-    T,
-    cat,
-    contiguous,
-    expand,
-    flatten,
-    getitem,
-    mT,
-    permute,
-    reshape,
-    squeeze,
-    stack,
-    t,
-    transpose,
-    unbind,
-    unsqueeze,
-    view,
+from thunder.torch.linalg import (
+    addbmm, addmm, addmv, addr, baddbmm, bilinear, dot, einsum, inner, kron, multi_dot, mv, outer, tensordot, vdot,
+    vecdot,
 )  # fmt: skip
+from thunder.torch.normalization import (
+    batch_norm, batch_norm_running_stats, cosine_similarity, group_norm, instance_norm, layer_norm,
+    local_response_norm, normalize, pairwise_distance, rms_norm,
+)  # fmt: skip
+from thunder.torch.convolution import (
+    conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+)  # fmt: skip
+from thunder.torch.pooling import (
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool2d,
+    adaptive_max_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d,
+)  # fmt: skip
+from thunder.torch.losses import (
+    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, hinge_embedding_loss, huber_loss,
+    kl_div, l1_loss, margin_ranking_loss, mse_loss, multilabel_soft_margin_loss, poisson_nll_loss, smooth_l1_loss,
+    soft_margin_loss, triplet_margin_loss,
+)  # fmt: skip
+from thunder.torch.padding import pad
+from thunder.torch.resampling import (
+    channel_shuffle, im2col, interpolate, pixel_shuffle, pixel_unshuffle, upsample_bilinear, upsample_nearest,
+)  # fmt: skip
+from thunder.torch.embedding import embedding, embedding_bag, one_hot
+from thunder.torch.activations import (
+    celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, prelu, relu6,
+    rrelu, selu, silu, softmin, softplus, softshrink, softsign, tanhshrink, threshold,
+)  # fmt: skip
+# ops A modules: begin
+from thunder.torch.elementwise import (  # noqa: A004
+    abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_left_shift, bitwise_not,
+    bitwise_or, bitwise_right_shift, bitwise_xor, ceil, clamp, clamp_max, clamp_min, copysign, cos, cosh, div,
+    eq, erf, erfc, exp, exp2, expm1, floor, floor_divide, fmax, fmin, fmod, gcd, ge, gt, hypot, isfinite,
+    isnan, lcm, le, log, log10, log1p, log2, lt, maximum, minimum, mul, ne, neg, nextafter, positive, pow,
+    reciprocal, remainder, round, rsqrt, sign, signbit, sin, sinh, sqrt, sub, tan, tanh, tensor_where,
+    true_divide, trunc, where,
+)  # fmt: skip
+from thunder.torch.pointwise import (  # noqa: A004
+    addcdiv, addcmul, angle, conj, conj_physical, deg2rad, float_power, frac, heaviside, isclose, isinf,
+    isneginf, isposinf, isreal, ldexp, lerp, logaddexp, logaddexp2, logical_and, logical_not, logical_or,
+    logical_xor, nan_to_num, rad2deg, real, resolve_conj, resolve_neg, rsub, sgn, square,
+)  # fmt: skip
+from thunder.torch.special import (  # noqa: A004
+    airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t, chebyshev_polynomial_u,
+    chebyshev_polynomial_v, chebyshev_polynomial_w, digamma, entr, erfcx, erfinv, hermite_polynomial_h,
+    hermite_polynomial_he, i0, i0e, i1, i1e, igamma, igammac, laguerre_polynomial_l, legendre_polynomial_p,
+    lgamma, log_ndtr, logit, modified_bessel_i0, modified_bessel_i1, modified_bessel_k0, modified_bessel_k1,
+    mvlgamma, ndtr, ndtri, polygamma, scaled_modified_bessel_k0, scaled_modified_bessel_k1,
+    shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w, sinc, spherical_bessel_j0, tensor_polygamma, xlog1py, xlogy, zeta,
+)  # fmt: skip
+from thunder.torch.reductions import (  # noqa: A004
+    all, amax, amin, aminmax, any, argmax, argmin, count_nonzero, logsumexp, max, mean, min, nanmean, nansum,
+    prod, std, std_mean, sum, var, var_mean,
+)  # fmt: skip
+from thunder.torch.sorting import (  # noqa: A004
+    argsort, cumprod, cumsum, kthvalue, median, msort, nanmedian, sort, topk,
+)  # fmt: skip
+from thunder.torch.norms import (  # noqa: A004
+    dist, linalg_norm, matrix_norm, norm, renorm, vector_norm,
+)  # fmt: skip
+from thunder.torch.shape import (  # noqa: A004
+    T, cat, contiguous, expand, flatten, getitem, mT, permute, reshape, squeeze, stack, t, transpose, unbind,
+    unsqueeze, view,
+)  # fmt: skip
+from thunder.torch.views import (  # noqa: A004
+    alias_copy, atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, broadcast_to, chunk, diagonal, dsplit,
+    expand, expand_as, expand_copy, flatten, hsplit, linalg_diagonal, movedim, narrow, permute, ravel,
+    reshape, reshape_as, select, split, split_with_sizes, squeeze, sum_to_size, swapdims, t, tensor_split,
+    transpose, unbind, unflatten, unfold, unsqueeze, view, view_as, vsplit,
+)  # fmt: skip
+from thunder.torch.arrange import (  # noqa: A004
+    atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod, cat, column_stack, diag, diag_embed,
+    diagflat, diagonal, dstack, flip, fliplr, flipud, hstack, meshgrid, movedim, repeat, repeat_interleave,
+    reshape, roll, rot90, stack, tile, transpose, tril, triu, vstack,
+)  # fmt: skip
+from thunder.torch.indexing import (  # noqa: A004
+    diagonal_scatter, gather, getitem, index_add, index_copy, index_fill, index_put, index_select,
+    masked_fill, masked_scatter, masked_select, movedim, put, reshape, scatter, scatter_add, scatter_reduce,
+    select_scatter, setitem, slice_scatter, take, take_along_dim,
+)  # fmt: skip
+from thunder.torch.misc import (  # noqa: A004
+    H, T, add, any_, cat, clone, cummax, cummin, cumulative_trapezoid, diagonal, diff, eq, fill, index_reduce,
+    isin, mH, mT, mul, narrow, narrow_copy, reshape, sub, sum_, trace, trapezoid, trapz, true_divide,
+)  # fmt: skip
+from thunder.torch.creation import (  # noqa: A004
+    arange, as_tensor, bernoulli, empty, empty_like, eye, full, full_like, linspace, logspace, new_empty,
+    new_full, new_ones, new_zeros, normal, ones, ones_like, rand, rand_like, randint, randint_like, randn,
+    randn_like, scalar_tensor, tensor, zeros, zeros_like,
+)  # fmt: skip
+from thunder.torch.conversions import (  # noqa: A004
+    bfloat16, bool, byte, cdouble, cfloat, char, double, float, half, int, long, short, to, type, type_as,
+)  # fmt: skip
+# ops A modules: end
+from thunder.torch.grad import detach
+from thunder.torch.registry import symbol_for, torch_callables, torchsymbol
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+
+# In-place methods (x.add_), x[key] = v and the out=/inplace= forms: registered after every symbol.
+from thunder.torch import inplace as _inplace  # noqa: E402,F401

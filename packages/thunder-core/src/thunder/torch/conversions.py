@@ -6,7 +6,7 @@ import builtins
 from typing import Any
 
 import torch
-from thunder.core import devices, dtypes
+from thunder.core import devices, dtypes, prims
 from thunder.core.symbol import Symbol
 from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import to_dtype
@@ -31,9 +31,10 @@ def to(a: Any, *args: Any, **kwargs: Any) -> Any:
             raise NotImplementedError(f"Tensor.to({arg!r}) is not supported by thunder")
     if kwargs:
         raise NotImplementedError(f"Tensor.to with {sorted(kwargs)} is not supported by thunder")
+    result = a if dtype is None else to_dtype(a, dtypes.to_dtype(dtype))
     if device is not None and devices.to_device(device) != a.device:
-        raise NotImplementedError(f"moving a tensor from {a.device} to {device} inside a compiled function")
-    return a if dtype is None else to_dtype(a, dtypes.to_dtype(dtype))
+        result = prims.device_put(result, devices.to_device(device))
+    return result
 
 
 @torchsymbol(torch.Tensor.type_as, method="type_as")
@@ -57,3 +58,34 @@ bfloat16 = _dtype_method("bfloat16", dtypes.bfloat16)
 long = _dtype_method("long", dtypes.int64)
 int = _dtype_method("int", dtypes.int32)  # noqa: A001
 bool = _dtype_method("bool", dtypes.bool8)  # noqa: A001
+byte = _dtype_method("byte", dtypes.uint8)
+char = _dtype_method("char", dtypes.int8)
+short = _dtype_method("short", dtypes.int16)
+cfloat = _dtype_method("cfloat", dtypes.complex64)
+cdouble = _dtype_method("cdouble", dtypes.complex128)
+
+_TENSOR_TYPES = {
+    "torch.FloatTensor": dtypes.float32, "torch.DoubleTensor": dtypes.float64, "torch.HalfTensor": dtypes.float16,
+    "torch.BFloat16Tensor": dtypes.bfloat16, "torch.ByteTensor": dtypes.uint8, "torch.CharTensor": dtypes.int8,
+    "torch.ShortTensor": dtypes.int16, "torch.IntTensor": dtypes.int32, "torch.LongTensor": dtypes.int64,
+    "torch.BoolTensor": dtypes.bool8, "torch.ComplexFloatTensor": dtypes.complex64,
+    "torch.ComplexDoubleTensor": dtypes.complex128,
+}  # fmt: skip
+
+
+@torchsymbol(torch.Tensor.type, method="type")
+def type(a: Any, dtype: Any = None, non_blocking: builtins.bool = False, **kwargs: Any) -> Any:  # noqa: A001
+    """``a.type()`` is the type's name; ``a.type(dtype)`` (a dtype or a name) converts."""
+    if dtype is None:
+        names = {v: k for k, v in _TENSOR_TYPES.items()}
+        name = names[a.dtype]
+        return name if a.device.type == "cpu" else name.replace("torch.", f"torch.{a.device.type}.")
+    if isinstance(dtype, str):
+        base = dtype.replace("torch.cuda.", "torch.")
+        if base not in _TENSOR_TYPES:
+            raise ValueError(f"invalid type: {dtype!r}")
+        converted = to_dtype(a, _TENSOR_TYPES[base])
+        if dtype.startswith("torch.cuda.") and a.device.type != "cuda":
+            return prims.device_put(converted, devices.to_device("cuda"))
+        return converted
+    return to_dtype(a, dtypes.to_dtype(dtype))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,3 +68,274 @@ def rand(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, 
     if generator is not None:
         raise NotImplementedError("torch.rand with a generator is not supported by thunder yet")
     return prims.uniform(_shape(size), 0.0, 1.0, device=_device(device), dtype=_dtype(dtype))
+
+
+def _like(a: TensorProxy, dtype: Any, device: Any) -> tuple[dtypes.dtype, devices.Device]:
+    return dtypes.to_dtype(dtype if dtype is not None else a.dtype), devices.to_device(device or a.device)
+
+
+@torchsymbol(torch.empty)
+def empty(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
+          pin_memory: bool = False, memory_format: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
+    """Uninitialized memory in eager; zeros here (any value is a correct answer)."""
+    return prims.full(_shape(size), 0, device=_device(device), dtype=_dtype(dtype))
+
+
+@torchsymbol(torch.full_like)
+def full_like(a: TensorProxy, fill_value: Any, *, dtype: Any = None, device: Any = None,
+              **unused: Any) -> TensorProxy:  # fmt: skip
+    dtype_, device_ = _like(a, dtype, device)
+    return prims.full(a.shape, _cast(fill_value, dtype_), device=device_, dtype=dtype_)
+
+
+def _cast(value: Any, dtype: dtypes.dtype) -> Any:
+    if dtype is dtypes.bool8:
+        return builtins.bool(value)
+    if dtypes.is_integer(dtype):
+        return builtins.int(value)
+    return value
+
+
+@torchsymbol(torch.empty_like)
+def empty_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
+    dtype_, device_ = _like(a, dtype, device)
+    return prims.full(a.shape, 0, device=device_, dtype=dtype_)
+
+
+def _new_factory(name: str, fill: Any) -> Any:
+    def op(a: TensorProxy, *size: Any, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
+        dtype_, device_ = _like(a, dtype, device)
+        return prims.full(_shape(size), _cast(fill, dtype_), device=device_, dtype=dtype_)
+
+    op.__name__ = name
+    return torchsymbol(getattr(torch.Tensor, name), method=name)(op)
+
+
+new_zeros = _new_factory("new_zeros", 0)
+new_ones = _new_factory("new_ones", 1)
+new_empty = _new_factory("new_empty", 0)
+
+
+@torchsymbol(torch.Tensor.new_full, method="new_full")
+def new_full(a: TensorProxy, size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
+             **unused: Any) -> TensorProxy:  # fmt: skip
+    dtype_, device_ = _like(a, dtype, device)
+    return prims.full(tuple(size), _cast(fill_value, dtype_), device=device_, dtype=dtype_)
+
+
+@torchsymbol(torch.scalar_tensor)
+def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
+    dtype_ = dtypes.to_dtype(dtype) if dtype is not None else default_float_dtype()
+    return prims.full((), _cast(s, dtype_), device=_device(device), dtype=dtype_)
+
+
+def _infer_dtype(values: list[Any]) -> dtypes.dtype:
+    if builtins.any(isinstance(v, complex) for v in values):
+        return dtypes.complex128 if default_float_dtype() is dtypes.float64 else dtypes.complex64
+    if builtins.any(isinstance(v, float) for v in values):
+        return default_float_dtype()
+    if values and builtins.all(isinstance(v, bool) for v in values):
+        return dtypes.bool8
+    return dtypes.int64
+
+
+def _leaves(data: Any) -> list[Any]:
+    if isinstance(data, (list, tuple)):
+        return [leaf for item in data for leaf in _leaves(item)]
+    return [data]
+
+
+def _nested(data: Any) -> Any:
+    return [_nested(d) for d in data] if isinstance(data, (list, tuple)) else data
+
+
+@torchsymbol(torch.tensor)
+def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+           pin_memory: bool = False) -> TensorProxy:  # fmt: skip
+    """A tensor from Python numbers (nested lists of them): a constant of the program."""
+    if isinstance(data, TensorProxy):
+        from thunder.torch.utils import to_dtype
+
+        return to_dtype(data, dtypes.to_dtype(dtype)) if dtype is not None else data
+    leaves = _leaves(data)
+    if builtins.any(isinstance(v, TensorProxy) for v in leaves):
+        raise NotImplementedError("torch.tensor of a list holding tensors is not supported by thunder; use torch.stack")
+    dtype_ = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(leaves)
+    if not isinstance(data, (list, tuple)):
+        return prims.full((), _cast(data, dtype_), device=_device(device), dtype=dtype_)
+    return prims.tensor_from_sequence(_nested(data), device=_device(device), dtype=dtype_)
+
+
+@torchsymbol(torch.as_tensor)
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> TensorProxy:
+    if isinstance(data, TensorProxy):
+        from thunder.torch.conversions import to
+
+        return to(data, device=device, dtype=dtype)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def _arange_length(start: Any, end: Any, step: Any) -> int:
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and start > end) or (step < 0 and start < end):
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    return builtins.max(0, math.ceil((end - start) / step))
+
+
+@torchsymbol(torch.arange)
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
+           layout: Any = None, requires_grad: bool = False, pin_memory: bool = False, out: Any = None) -> TensorProxy:  # fmt: skip
+    if end is None:
+        start, end = 0, start
+    for value in (start, end, step):
+        if isinstance(value, TensorProxy):
+            raise NotImplementedError("torch.arange with tensor bounds has a data-dependent shape")
+    if dtype is None:
+        floating = builtins.any(isinstance(v, float) for v in (start, end, step))
+        dtype_ = default_float_dtype() if floating else dtypes.int64
+    else:
+        dtype_ = dtypes.to_dtype(dtype)
+    length = _arange_length(start, end, step)
+    return prims.iota(length, start=start, step=step, device=_device(device), dtype=dtype_)
+
+
+def _scalar_or_tensor(x: Any) -> Any:
+    if isinstance(x, TensorProxy):
+        if x.numel() != 1 or x.ndim > 1:
+            raise RuntimeError("linspace only supports 0-dimensional start and end tensors")
+        return prims.convert_element_type(prims.reshape(x, ()), dtypes.float64)
+    return x
+
+
+def _linspace_values(start: Any, end: Any, steps: int, device: devices.Device) -> Any:
+    """float64 values of linspace, each computed from the nearer end as PyTorch's kernel does."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    index = prims.iota(steps, start=0, step=1, device=device, dtype=dtypes.float64)
+    if steps == 1:
+        first = _scalar_or_tensor(start)
+        if isinstance(first, TensorProxy):
+            return prims.broadcast_in_dim(first, (1,), ())
+        return prims.full((1,), float(first.real if isinstance(first, complex) else first), device=device,
+                          dtype=dtypes.float64)  # fmt: skip
+    start, end = _scalar_or_tensor(start), _scalar_or_tensor(end)
+
+    def spread(x: Any) -> Any:
+        return prims.broadcast_in_dim(x, (steps,), ()) if isinstance(x, TensorProxy) else x
+
+    difference = prims.sub(end, start) if builtins.any(isinstance(v, TensorProxy) for v in (start, end)) else end - start
+    step = prims.div(difference, float(steps - 1)) if isinstance(difference, TensorProxy) else difference / (steps - 1)
+    step, start, end = spread(step), spread(start), spread(end)
+    low = prims.add(prims.mul(index, step), start)
+    high = prims.sub(end, prims.mul(prims.sub(float(steps - 1), index), step))
+    return prims.where(prims.lt(index, steps // 2), low, high)
+
+
+def _range_dtype(dtype: Any, *values: Any) -> dtypes.dtype:
+    if dtype is not None:
+        return dtypes.to_dtype(dtype)
+    if builtins.any(isinstance(v, complex) or (isinstance(v, TensorProxy) and v.dtype.is_complex) for v in values):
+        raise NotImplementedError("complex linspace/logspace is not supported by thunder")
+    return default_float_dtype()
+
+
+@torchsymbol(torch.linspace)
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None, layout: Any = None,
+             requires_grad: bool = False, pin_memory: bool = False, out: Any = None) -> TensorProxy:  # fmt: skip
+    dtype_ = _range_dtype(dtype, start, end)
+    values = _linspace_values(start, end, steps, _device(device))
+    return prims.convert_element_type(values, dtype_)
+
+
+@torchsymbol(torch.logspace)
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None, device: Any = None,
+             layout: Any = None, requires_grad: bool = False, pin_memory: bool = False, out: Any = None) -> TensorProxy:  # fmt: skip
+    dtype_ = _range_dtype(dtype, start, end)
+    exponents = _linspace_values(start, end, steps, _device(device))
+    return prims.convert_element_type(prims.pow(float(base), exponents), dtype_)
+
+
+@torchsymbol(torch.eye)
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, layout: Any = None,
+        requires_grad: bool = False, pin_memory: bool = False, out: Any = None) -> TensorProxy:  # fmt: skip
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {builtins.min(n, m)}")
+    dtype_, device_ = _dtype(dtype), _device(device)
+    rows = prims.broadcast_in_dim(prims.iota(n, start=0, step=1, device=device_, dtype=dtypes.int64), (n, m), (0,))
+    cols = prims.broadcast_in_dim(prims.iota(m, start=0, step=1, device=device_, dtype=dtypes.int64), (n, m), (1,))
+    return prims.convert_element_type(prims.eq(rows, cols), dtype_)
+
+
+# random numbers: drawn by the executor's generator (for PyTorch's, torch.manual_seed applies)
+def _no_generator(generator: Any, name: str) -> None:
+    if generator is not None:
+        raise NotImplementedError(f"{name} with a generator is not supported by thunder yet")
+
+
+@torchsymbol(torch.randn)
+def randn(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
+          pin_memory: bool = False, generator: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
+    _no_generator(generator, "torch.randn")
+    return prims.normal(_shape(size), 0.0, 1.0, device=_device(device), dtype=_dtype(dtype))
+
+
+@torchsymbol(torch.rand_like)
+def rand_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
+    dtype_, device_ = _like(a, dtype, device)
+    return prims.uniform(a.shape, 0.0, 1.0, device=device_, dtype=dtype_)
+
+
+@torchsymbol(torch.randn_like)
+def randn_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
+    dtype_, device_ = _like(a, dtype, device)
+    return prims.normal(a.shape, 0.0, 1.0, device=device_, dtype=dtype_)
+
+
+@torchsymbol(torch.randint)
+def randint(*args: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
+            pin_memory: bool = False, generator: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
+    """``randint(high, size)`` or ``randint(low, high, size)``."""
+    _no_generator(generator, "torch.randint")
+    low, high, size = (0, *args) if len(args) == 2 else args
+    dtype_ = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
+    return prims.randint(tuple(size), low, high, device=_device(device), dtype=dtype_)
+
+
+@torchsymbol(torch.randint_like)
+def randint_like(a: TensorProxy, low: int, high: int | None = None, *, dtype: Any = None, device: Any = None,
+                 **unused: Any) -> TensorProxy:  # fmt: skip
+    low, high = (0, low) if high is None else (low, high)
+    dtype_, device_ = _like(a, dtype, device)
+    return prims.randint(a.shape, low, high, device=device_, dtype=dtype_)
+
+
+@torchsymbol(torch.normal)
+def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *, generator: Any = None,
+           dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:  # fmt: skip
+    _no_generator(generator, "torch.normal")
+    from thunder.torch.elementwise import add, mul
+
+    tensors = [x for x in (mean, std) if isinstance(x, TensorProxy)]
+    if size is not None:
+        shape, dtype_, device_ = tuple(size), _dtype(dtype), _device(device)
+    elif tensors:
+        from thunder.core.promotion import broadcast_shapes
+
+        shape = broadcast_shapes(*(t.shape for t in tensors))
+        dtype_, device_ = tensors[0].dtype, tensors[0].device
+    else:
+        raise RuntimeError("normal() needs a size when mean and std are numbers")
+    noise = prims.normal(shape, 0.0, 1.0, device=device_, dtype=dtype_)
+    return add(mul(noise, std), mean)
+
+
+@torchsymbol(torch.bernoulli, torch.Tensor.bernoulli, method="bernoulli")
+def bernoulli(a: TensorProxy, p: Any = None, *, generator: Any = None) -> TensorProxy:
+    _no_generator(generator, "torch.bernoulli")
+    probability = a if p is None else p
+    draws = prims.uniform(a.shape, 0.0, 1.0, device=a.device, dtype=dtypes.float64)
+    if isinstance(probability, TensorProxy):
+        probability = prims.convert_element_type(probability, dtypes.float64)
+    return prims.convert_element_type(prims.lt(draws, probability), a.dtype)

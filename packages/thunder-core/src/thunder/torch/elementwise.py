@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from thunder.core import dtypes, prims
 from thunder.core.promotion import PromotionKind, elementwise_dtypes
+from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import broadcast, to_dtype
@@ -99,6 +101,21 @@ lt = _register("lt", _binary(prims.lt, ALWAYS_BOOL))
 le = _register("le", _binary(prims.le, ALWAYS_BOOL))
 gt = _register("gt", _binary(prims.gt, ALWAYS_BOOL))
 ge = _register("ge", _binary(prims.ge, ALWAYS_BOOL))
+
+acosh = _register("acosh", _unary(prims.acosh, INT_TO_FLOAT), torch_fns=(torch.acosh, torch.Tensor.acosh, torch.arccosh))
+asinh = _register("asinh", _unary(prims.asinh, INT_TO_FLOAT), torch_fns=(torch.asinh, torch.Tensor.asinh, torch.arcsinh))
+atanh = _register("atanh", _unary(prims.atanh, INT_TO_FLOAT), torch_fns=(torch.atanh, torch.Tensor.atanh, torch.arctanh))
+log10 = _register("log10", _unary(prims.log10, INT_TO_FLOAT))
+signbit = _register("signbit", _unary(prims.signbit, ALWAYS_BOOL))
+copysign = _register("copysign", _binary(prims.copysign, INT_TO_FLOAT))
+hypot = _register("hypot", _binary(prims.hypot, DEFAULT))
+nextafter = _register("nextafter", _binary(prims.nextafter, DEFAULT))
+fmax = _register("fmax", _binary(prims.fmax, DEFAULT))
+fmin = _register("fmin", _binary(prims.fmin, DEFAULT))
+gcd = _register("gcd", _binary(prims.gcd, DEFAULT))
+lcm = _register("lcm", _binary(prims.lcm, DEFAULT))
+bitwise_left_shift = _register("bitwise_left_shift", _binary(prims.bitwise_left_shift, DEFAULT))
+bitwise_right_shift = _register("bitwise_right_shift", _binary(prims.bitwise_right_shift, DEFAULT))
 
 
 @torchsymbol(torch.abs, torch.Tensor.abs, method="abs", tags=ELEMENTWISE)
@@ -197,23 +214,35 @@ def tensor_where(a: Any, condition: Any, other: Any) -> Any:
 def clamp(a: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 -- torch's parameter names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    result = a
+    if a.dtype is dtypes.bool8:
+        raise RuntimeError('"clamp" is not implemented for \'Bool\'')
+    if a.dtype.is_complex:
+        raise RuntimeError("clamp is not supported for complex types")
+    computation_dtype, result_dtype = elementwise_dtypes(a, min, max, kind=DEFAULT)
+    result = to_dtype(a, computation_dtype)
     if min is not None:
-        result = (
-            where(result < min, min, result)
-            if not a.dtype.is_floating_point
-            else _clamp_float(result, min, True)
-        )
+        result = _clamp_bound(result, to_dtype(min, computation_dtype), lower=True)
     if max is not None:
-        result = (
-            where(result > max, max, result)
-            if not a.dtype.is_floating_point
-            else _clamp_float(result, max, False)
-        )
-    return result
+        result = _clamp_bound(result, to_dtype(max, computation_dtype), lower=False)
+    return to_dtype(result, result_dtype)
 
 
-def _clamp_float(a: Any, bound: Any, lower: bool) -> Any:
-    # NaN inputs stay NaN, as in torch.clamp: compare so that a NaN never selects the bound
-    outside = a < bound if lower else a > bound
-    return where(outside, bound, a)
+def _clamp_bound(a: Any, bound: Any, lower: bool) -> Any:
+    """One side of clamp; NaN in the input or the bound gives NaN, as in torch.clamp."""
+    if isinstance(bound, TensorProxy):
+        a, bound = broadcast(a, bound)
+        return (prims.maximum if lower else prims.minimum)(a, bound)
+    if isinstance(bound, float) and math.isnan(bound):
+        return prims.where(prims.eq(a, a), bound, a) if a.dtype.is_floating_point else a
+    outside = prims.lt(a, bound) if lower else prims.gt(a, bound)
+    return prims.where(outside, bound, a)
+
+
+@torchsymbol(torch.clamp_min, torch.Tensor.clamp_min, method="clamp_min", tags=ELEMENTWISE)
+def clamp_min(a: Any, min: Any) -> Any:  # noqa: A002
+    return clamp(a, min, None)
+
+
+@torchsymbol(torch.clamp_max, torch.Tensor.clamp_max, method="clamp_max", tags=ELEMENTWISE)
+def clamp_max(a: Any, max: Any) -> Any:  # noqa: A002
+    return clamp(a, None, max)

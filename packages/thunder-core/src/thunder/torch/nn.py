@@ -8,6 +8,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from thunder.core import dtypes, prims
+from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
 from thunder.torch import reductions, shape
@@ -15,7 +16,7 @@ from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import canonical_dim, to_dtype
 
 
-def _no_inplace(name: str, inplace: bool) -> None:
+def no_inplace(name: str, inplace: bool) -> None:
     if inplace:
         raise NotImplementedError(f"{name}(inplace=True) is not supported by thunder yet; use inplace=False")
 
@@ -46,20 +47,19 @@ def bmm(a: TensorProxy, b: TensorProxy) -> TensorProxy:
 
 @torchsymbol(F.relu, torch.relu, torch.Tensor.relu, method="relu")
 def relu(a: TensorProxy, inplace: bool = False) -> TensorProxy:
-    _no_inplace("relu", inplace)
+    no_inplace("relu", inplace)
     zero = 0.0 if a.dtype.is_floating_point else 0
     return prims.where(prims.gt(a, zero), a, zero)
+
+
+@register_vjp(relu)
+def _relu_vjp(g: Any, a: TensorProxy, inplace: bool, *, out: TensorProxy) -> tuple:
+    return (None if g is None else ew.where(ew.gt(out, 0), g, 0.0), None)
 
 
 @torchsymbol(torch.sigmoid, torch.Tensor.sigmoid, F.sigmoid, method="sigmoid")
 def sigmoid(a: TensorProxy) -> TensorProxy:
     return ew.apply_elementwise(prims.sigmoid, a, kind=ew.INT_TO_FLOAT)
-
-
-@torchsymbol(F.silu)
-def silu(a: TensorProxy, inplace: bool = False) -> TensorProxy:
-    _no_inplace("silu", inplace)
-    return ew.mul(a, sigmoid(a))
 
 
 @torchsymbol(F.gelu)
@@ -76,9 +76,26 @@ def gelu(a: TensorProxy, approximate: str = "none") -> TensorProxy:
     return to_dtype(result, a.dtype)
 
 
+@register_vjp(gelu)
+def _gelu_vjp(g: Any, a: TensorProxy, approximate: str, *, out: TensorProxy) -> tuple:
+    if g is None:
+        return (None, None)
+    x = to_dtype(a, dtypes.float32) if dtypes.is_low_precision(a.dtype) else a
+    if approximate == "tanh":
+        k = math.sqrt(2 / math.pi)
+        inner = ew.tanh(ew.mul(ew.add(x, ew.mul(ew.mul(ew.mul(x, x), x), 0.044715)), k))
+        slope = ew.mul(ew.sub(1.0, ew.mul(inner, inner)), ew.mul(ew.add(ew.mul(ew.mul(x, x), 3 * 0.044715), 1.0), k))
+        derivative = ew.add(ew.mul(ew.add(inner, 1.0), 0.5), ew.mul(ew.mul(x, 0.5), slope))
+    else:
+        cdf = ew.mul(ew.add(ew.erf(ew.mul(x, 1 / math.sqrt(2))), 1.0), 0.5)
+        pdf = ew.mul(ew.exp(ew.mul(ew.mul(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
+        derivative = ew.add(cdf, ew.mul(x, pdf))
+    return (to_dtype(ew.mul(to_dtype(g, derivative.dtype), derivative), a.dtype), None)
+
+
 @torchsymbol(F.dropout)
 def dropout(a: TensorProxy, p: float = 0.5, training: bool = True, inplace: bool = False) -> TensorProxy:
-    _no_inplace("dropout", inplace)
+    no_inplace("dropout", inplace)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
@@ -122,6 +139,17 @@ def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype:
     return to_dtype(ew.true_divide(exponentials, reductions.sum(exponentials, d, keepdim=True)), result_dtype)
 
 
+@register_vjp(softmax)
+def _softmax_vjp(g: Any, a: TensorProxy, dim: Any, _stacklevel: int, dtype: Any, *, out: TensorProxy) -> tuple:
+    if g is None or a.numel() == 0:
+        return (None if g is None else to_dtype(g, a.dtype), None, None, None)
+    computation_dtype, _ = _softmax_dtype(a, dtype)
+    y, g = to_dtype(out, computation_dtype), to_dtype(g, computation_dtype)
+    d = canonical_dim(dim, a.ndim)
+    grad = ew.mul(y, ew.sub(g, reductions.sum(ew.mul(g, y), d, keepdim=True)))
+    return (to_dtype(grad, a.dtype), None, None, None)
+
+
 @torchsymbol(F.log_softmax, torch.log_softmax, torch.Tensor.log_softmax, method="log_softmax")
 def log_softmax(
     a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
@@ -133,7 +161,18 @@ def log_softmax(
     return to_dtype(ew.sub(shifted, log_normalizer), result_dtype)
 
 
-def _reduce_loss(losses: TensorProxy, reduction: str, divisor: Any = None) -> TensorProxy:
+@register_vjp(log_softmax)
+def _log_softmax_vjp(g: Any, a: TensorProxy, dim: Any, _stacklevel: int, dtype: Any, *, out: TensorProxy) -> tuple:
+    if g is None or a.numel() == 0:
+        return (None if g is None else to_dtype(g, a.dtype), None, None, None)
+    computation_dtype, _ = _softmax_dtype(a, dtype)
+    y, g = to_dtype(out, computation_dtype), to_dtype(g, computation_dtype)
+    d = canonical_dim(dim, a.ndim)
+    grad = ew.sub(g, ew.mul(ew.exp(y), reductions.sum(g, d, keepdim=True)))
+    return (to_dtype(grad, a.dtype), None, None, None)
+
+
+def reduce_loss(losses: TensorProxy, reduction: str, divisor: Any = None) -> TensorProxy:
     if reduction == "none":
         return losses
     total = reductions.sum(losses)
@@ -144,7 +183,7 @@ def _reduce_loss(losses: TensorProxy, reduction: str, divisor: Any = None) -> Te
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+def legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
     if size_average is None and reduce is None:
         return reduction
     if reduce is False:
@@ -156,21 +195,20 @@ def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
 def nll_loss(a: TensorProxy, target: TensorProxy, weight: TensorProxy | None = None, size_average: Any = None,
              ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
     """Class-index targets over dim 1 (dim 0 for an unbatched input)."""
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if target.dtype.is_floating_point:
         raise RuntimeError("nll_loss expects class indices (an integer target)")
     class_dim = 0 if a.ndim == 1 else 1
-    picked = shape.squeeze(prims.take_along_axis(a, _index_of(target, class_dim, a), class_dim), class_dim)
     kept = ew.ne(target, ignore_index)
+    picked = shape.squeeze(prims.take_along_axis(a, _index_of(target, kept, class_dim), class_dim), class_dim)
     per_class_weight = _class_weights(weight, target, kept, a)
     losses = ew.where(kept, ew.neg(ew.mul(picked, per_class_weight)), 0.0)
-    return _reduce_loss(losses, reduction, reductions.sum(per_class_weight) if reduction == "mean" else None)
+    return reduce_loss(losses, reduction, reductions.sum(per_class_weight) if reduction == "mean" else None)
 
 
-def _index_of(target: TensorProxy, class_dim: int, a: TensorProxy) -> TensorProxy:
-    safe = ew.where(ew.ne(target, -100), target, 0) if target.ndim else target
-    safe = ew.where(ew.lt(safe, 0), 0, safe)
-    return shape.unsqueeze(safe, class_dim)
+def _index_of(target: TensorProxy, kept: TensorProxy, class_dim: int) -> TensorProxy:
+    """The target as an index along the class dim; ignored positions read class 0 (and are masked)."""
+    return shape.unsqueeze(ew.where(kept, target, 0), class_dim)
 
 
 def _class_weights(
@@ -189,14 +227,35 @@ def _class_weights(
 def cross_entropy(a: TensorProxy, target: TensorProxy, weight: TensorProxy | None = None, size_average: Any = None,
                   ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> TensorProxy:  # fmt: skip
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    if label_smoothing != 0.0:
-        raise NotImplementedError("cross_entropy with label_smoothing is not supported by thunder yet")
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if a.ndim == 1 else 1
     log_probabilities = log_softmax(a, class_dim)
+    classes = a.shape[class_dim]
     if target.dtype.is_floating_point:
+        if label_smoothing:
+            target = ew.add(ew.mul(target, 1.0 - label_smoothing), label_smoothing / classes)
         return _cross_entropy_with_probabilities(log_probabilities, target, weight, class_dim, reduction)
-    return nll_loss(log_probabilities, target, weight, ignore_index=ignore_index, reduction=reduction)
+    loss = nll_loss(log_probabilities, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if not label_smoothing:
+        return loss
+    smooth = _smoothing_loss(log_probabilities, target, weight, ignore_index, class_dim, reduction)
+    return ew.add(ew.mul(loss, 1.0 - label_smoothing), ew.mul(smooth, label_smoothing / classes))
+
+
+def _smoothing_loss(log_probabilities: TensorProxy, target: TensorProxy, weight: TensorProxy | None,
+                    ignore_index: int, class_dim: int, reduction: str) -> TensorProxy:  # fmt: skip
+    """Label smoothing's uniform part: minus the (class-weighted) sum of log-probabilities over the
+    classes, per position; its mean divides by the same total weight as nll_loss's."""
+    products = log_probabilities
+    if weight is not None:
+        weight_shape = tuple(weight.shape[0] if d == class_dim else 1 for d in range(products.ndim))
+        products = ew.mul(products, shape.reshape(weight, weight_shape))
+    kept = ew.ne(target, ignore_index)
+    losses = ew.where(kept, ew.neg(reductions.sum(products, class_dim)), 0.0)
+    divisor = reductions.sum(_class_weights(weight, target, kept, log_probabilities)) if reduction == "mean" else None
+    return reduce_loss(losses, reduction, divisor)
 
 
 def _cross_entropy_with_probabilities(log_probabilities: TensorProxy, target: TensorProxy, weight: TensorProxy | None,
@@ -209,4 +268,4 @@ def _cross_entropy_with_probabilities(log_probabilities: TensorProxy, target: Te
     losses = ew.neg(reductions.sum(products, class_dim))
     classes = log_probabilities.shape[class_dim]
     divisor = float(log_probabilities.numel() // classes) if classes else 0.0
-    return _reduce_loss(losses, reduction, divisor if reduction == "mean" else None)
+    return reduce_loss(losses, reduction, divisor if reduction == "mean" else None)

@@ -54,9 +54,10 @@ def mean(a: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any =
         )
     dims = canonical_dims(dim, a.ndim)
     count = math.prod(a.shape[d] for d in dims)
-    total = _accumulating(prims.sum, a, dims, keepdim, result_dtype)
     computation_dtype = dtypes.float32 if dtypes.is_low_precision(result_dtype) else result_dtype
-    return to_dtype(prims.div(to_dtype(total, computation_dtype), float(count)), result_dtype)
+    total = prims.sum(to_dtype(a, computation_dtype), dims)
+    result = to_dtype(prims.div(total, float(count)), result_dtype)
+    return keep_dims(result, a, dims) if keepdim else result
 
 
 def _extremum(prim: Symbol, a: TensorProxy, dim: Any, keepdim: bool) -> TensorProxy:
@@ -99,14 +100,172 @@ def argmin(a: TensorProxy, dim: int | None = None, keepdim: bool = False) -> Ten
     return _arg_extremum(prims.argmin, a, dim, keepdim)
 
 
-@torchsymbol(torch.var, torch.Tensor.var, method="var", tags=REDUCTION)
-def var(a: TensorProxy, dim: Any = None, *, correction: float | None = None, keepdim: bool = False,
-        unbiased: bool | None = None) -> TensorProxy:  # fmt: skip
-    if isinstance(dim, bool):  # the var(input, unbiased) overload
+def _correction(dim: Any, unbiased: Any, correction: Any) -> tuple[Any, float]:
+    """The dims and correction of var/std's overloads: ``(a, unbiased)``, ``(a, dim, unbiased)``, ``correction=``."""
+    if isinstance(dim, bool):  # var(input, unbiased)
         dim, unbiased = None, dim
+    if correction is not None and unbiased is not None:
+        raise RuntimeError("Cannot specify both unbiased and correction")
     if correction is None:
         correction = 0 if unbiased is False else 1
+    return dim, correction
+
+
+def _variance(a: TensorProxy, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> TensorProxy:
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    dim, correction = _correction(dim, unbiased, correction)
     dims = canonical_dims(dim, a.ndim)
     computation_dtype = dtypes.float32 if dtypes.is_low_precision(a.dtype) else a.dtype
-    result = to_dtype(prims.var(to_dtype(a, computation_dtype), dims, correction=correction), a.dtype)
+    result = prims.var(to_dtype(a, computation_dtype), dims, correction=correction)
     return keep_dims(result, a, dims) if keepdim else result
+
+
+def _real_dtype(a: TensorProxy) -> dtypes.dtype:
+    return {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}.get(a.dtype, a.dtype)
+
+
+@torchsymbol(torch.var, torch.Tensor.var, method="var", tags=REDUCTION)
+def var(a: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> TensorProxy:  # fmt: skip
+    return to_dtype(_variance(a, dim, unbiased, keepdim, correction), _real_dtype(a))
+
+
+@torchsymbol(torch.std, torch.Tensor.std, method="std", tags=REDUCTION)
+def std(a: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None) -> TensorProxy:  # fmt: skip
+    return to_dtype(prims.sqrt(_variance(a, dim, unbiased, keepdim, correction)), _real_dtype(a))
+
+
+@torchsymbol(torch.var_mean, tags=REDUCTION)
+def var_mean(a: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[TensorProxy, TensorProxy]:  # fmt: skip
+    variance = var(a, dim, unbiased, keepdim, correction=correction)
+    return variance, mean(a, _correction(dim, unbiased, correction)[0], keepdim)
+
+
+@torchsymbol(torch.std_mean, tags=REDUCTION)
+def std_mean(a: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: float | None = None) -> tuple[TensorProxy, TensorProxy]:  # fmt: skip
+    deviation = std(a, dim, unbiased, keepdim, correction=correction)
+    return deviation, mean(a, _correction(dim, unbiased, correction)[0], keepdim)
+
+
+def _values_and_indices(a: TensorProxy, dim: int, keepdim: bool, largest: bool) -> tuple[TensorProxy, TensorProxy]:
+    if a.ndim == 0:
+        return a, prims.full((), 0, device=a.device, dtype=dtypes.int64)
+    (d,) = canonical_dims(dim, a.ndim)
+    if a.shape[d] == 0:
+        raise IndexError(f"{'max' if largest else 'min'}(): Expected reduction dim {d} to have non-zero size.")
+    values = (prims.amax if largest else prims.amin)(a, (d,))
+    # PyTorch has no argmax for bools; their order is that of uint8
+    searched = to_dtype(a, dtypes.uint8) if a.dtype is dtypes.bool8 else a
+    indices = (prims.argmax if largest else prims.argmin)(searched, d)
+    if keepdim:
+        return keep_dims(values, a, (d,)), keep_dims(indices, a, (d,))
+    return values, indices
+
+
+def _max_or_min(largest: bool, a: TensorProxy, dim: Any, keepdim: bool) -> Any:
+    if isinstance(dim, TensorProxy):  # max(a, other): the elementwise maximum
+        if keepdim:
+            raise TypeError("max(a, other) takes no keepdim")
+        from thunder.torch.elementwise import maximum, minimum
+
+        return (maximum if largest else minimum)(a, dim)
+    if dim is None:
+        if a.numel() == 0:
+            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0.")
+        return _extremum(prims.amax if largest else prims.amin, a, None, False)
+    return _values_and_indices(a, dim, keepdim, largest)
+
+
+@torchsymbol(torch.max, torch.Tensor.max, method="max", tags=REDUCTION)
+def max(a: TensorProxy, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """``max(a)``, ``max(a, dim, keepdim)`` (values and indices, a plain tuple) or ``max(a, other)``."""
+    return _max_or_min(True, a, dim, keepdim)
+
+
+@torchsymbol(torch.min, torch.Tensor.min, method="min", tags=REDUCTION)
+def min(a: TensorProxy, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    return _max_or_min(False, a, dim, keepdim)
+
+
+@torchsymbol(torch.aminmax, torch.Tensor.aminmax, method="aminmax", tags=REDUCTION)
+def aminmax(a: TensorProxy, *, dim: int | None = None, keepdim: bool = False) -> tuple[TensorProxy, TensorProxy]:
+    if dim is None and a.ndim > 0 and a.numel() == 0:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.")
+    if dim is None and keepdim:
+        low, high = amin(a, None, False), amax(a, None, False)
+        shape = (1,) * a.ndim
+        return prims.reshape(low, shape), prims.reshape(high, shape)
+    return amin(a, dim if dim is not None else (), keepdim), amax(a, dim if dim is not None else (), keepdim)
+
+
+def _truth(a: TensorProxy) -> TensorProxy:
+    return a if a.dtype is dtypes.bool8 else prims.ne(a, 0)
+
+
+def _all_or_any(a: TensorProxy, dim: Any, keepdim: bool, every: bool) -> TensorProxy:
+    dims = canonical_dims(dim, a.ndim)
+    truth = to_dtype(_truth(a), dtypes.int64)
+    # all: no zero; any: some nonzero
+    count = prims.sum(to_dtype(prims.eq(truth, 0), dtypes.int64) if every else truth, dims)
+    result = prims.eq(count, 0) if every else prims.ne(count, 0)
+    result = keep_dims(result, a, dims) if keepdim else result
+    return to_dtype(result, dtypes.uint8) if a.dtype is dtypes.uint8 else result
+
+
+@torchsymbol(torch.all, torch.Tensor.all, method="all", tags=REDUCTION)
+def all(a: TensorProxy, dim: Any = None, keepdim: bool = False) -> TensorProxy:  # noqa: A001
+    return _all_or_any(a, dim, keepdim, every=True)
+
+
+@torchsymbol(torch.any, torch.Tensor.any, method="any", tags=REDUCTION)
+def any(a: TensorProxy, dim: Any = None, keepdim: bool = False) -> TensorProxy:  # noqa: A001
+    return _all_or_any(a, dim, keepdim, every=False)
+
+
+@torchsymbol(torch.count_nonzero, torch.Tensor.count_nonzero, method="count_nonzero", tags=REDUCTION)
+def count_nonzero(a: TensorProxy, dim: Any = None) -> TensorProxy:
+    return prims.sum(to_dtype(_truth(a), dtypes.int64), canonical_dims(dim, a.ndim))
+
+
+@torchsymbol(torch.logsumexp, torch.Tensor.logsumexp, torch.special.logsumexp, method="logsumexp", tags=REDUCTION)
+def logsumexp(a: TensorProxy, dim: Any = (), keepdim: bool = False) -> TensorProxy:
+    result_dtype = a.dtype if a.dtype.is_floating_point or a.dtype.is_complex else dtypes.float32
+    if a.dtype.is_complex:
+        raise NotImplementedError("thunder does not support logsumexp of complex tensors yet")
+    computation_dtype = dtypes.float32 if dtypes.is_low_precision(result_dtype) else result_dtype
+    x = to_dtype(a, computation_dtype)
+    dims = canonical_dims(dim, a.ndim)
+    if math.prod(a.shape[d] for d in dims) == 0:
+        result = prims.log(prims.sum(prims.exp(x), dims))
+    else:
+        # shift by the maximum for stability; an infinite maximum is not subtracted (inf - inf)
+        largest = prims.amax(x, dims)
+        shift = prims.where(prims.eq(prims.abs(largest), math.inf), 0.0, largest)
+        kept = [d for d in range(a.ndim) if d not in dims]
+        shifted = prims.sub(x, prims.broadcast_in_dim(shift, x.shape, kept))
+        result = prims.add(prims.log(prims.sum(prims.exp(shifted), dims)), shift)
+    result = to_dtype(result, result_dtype)
+    return keep_dims(result, a, dims) if keepdim else result
+
+
+@torchsymbol(torch.nansum, torch.Tensor.nansum, method="nansum", tags=REDUCTION)
+def nansum(a: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
+    if a.dtype.is_floating_point:
+        a = prims.where(prims.isnan(a), 0.0, a)
+    return sum(a, dim, keepdim, dtype=dtype)
+
+
+@torchsymbol(torch.nanmean, torch.Tensor.nanmean, method="nanmean", tags=REDUCTION)
+def nanmean(a: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got {a.dtype.name}")
+    present = prims.bitwise_not(prims.isnan(a))
+    total = nansum(a, dim, keepdim, dtype=dtype)
+    count = sum(present, dim, keepdim)
+    computation_dtype = dtypes.float32 if dtypes.is_low_precision(total.dtype) else total.dtype
+    quotient = prims.div(to_dtype(total, computation_dtype), to_dtype(count, computation_dtype))
+    return to_dtype(quotient, total.dtype)

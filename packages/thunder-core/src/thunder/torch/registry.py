@@ -13,7 +13,7 @@ from typing import Any
 from thunder.core.proxies import register_tensor_method
 from thunder.core.symbol import Symbol, make_composite
 
-__all__ = ["torchsymbol", "symbol_for", "torch_callables"]
+__all__ = ["torchsymbol", "alias", "symbol_for", "torch_callables"]
 
 _torch_to_symbol: dict[Any, Symbol] = {}
 
@@ -40,6 +40,13 @@ def torchsymbol(
         return symbol
 
     return decorate
+
+
+def alias(torch_fn: Any, symbol: Symbol, *, method: str | tuple[str, ...] = ()) -> None:
+    """Make ``symbol`` also stand for ``torch_fn`` (``torch.arccos`` for ``ltorch.acos``)."""
+    _torch_to_symbol.setdefault(_key(torch_fn), symbol)
+    for method_name in (method,) if isinstance(method, str) else method:
+        register_tensor_method(method_name, symbol)
 
 
 def symbol_for(torch_fn: Any) -> Symbol | None:

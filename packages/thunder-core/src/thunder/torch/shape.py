@@ -164,16 +164,17 @@ def getitem(a: TensorProxy, key: Any) -> TensorProxy:
     key = key if isinstance(key, tuple) else (key,)
     for k in key:
         if not (k is None or k is Ellipsis or isinstance(k, (int, slice))) or isinstance(k, bool):
-            raise NotImplementedError(
-                f"indexing a tensor with {type(k).__name__} is not supported by thunder yet"
-            )
+            from thunder.torch.indexing import advanced_getitem
+
+            return advanced_getitem(a, key)
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > a.ndim:
         raise IndexError(f"too many indices for tensor of dimension {a.ndim}")
     if Ellipsis in key:
         i = key.index(Ellipsis)
         key = key[:i] + (slice(None),) * (a.ndim - consumed) + key[i + 1 :]
-    key = key + (slice(None),) * (a.ndim - consumed)
+    else:
+        key = key + (slice(None),) * (a.ndim - consumed)
     return _apply_basic_index(a, key)
 
 

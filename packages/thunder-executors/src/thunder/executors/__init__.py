@@ -5,6 +5,8 @@ Built-in executors register in code here, and also through the entry-point group
 """
 
 from thunder.executors import torchex
+from thunder.executors.nvfuser import executor as nvfuser_executor
 from thunder.executors.torchex import executor as torch_executor
+from thunder.executors.triton import executor as triton_executor
 
-__all__ = ["torchex", "torch_executor"]
+__all__ = ["torchex", "torch_executor", "triton_executor", "nvfuser_executor"]

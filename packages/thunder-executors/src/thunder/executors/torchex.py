@@ -62,6 +62,9 @@ def _operator(fn: Callable, like: Symbol) -> Symbol:
 
 def _claim_torch_language() -> None:
     """Each torch-language symbol runs as the first torch callable it stands for."""
+    # Traces do not track strides (``contiguous`` is a no-op in them), so ``view`` runs as ``reshape``:
+    # a view wherever eager's ``view`` succeeds, a copy where the real input's layout needs one.
+    executor.register_implementation(ltorch.view, _operator(torch.Tensor.reshape, ltorch.view))
     for torch_fn, symbol in ltorch.torch_callables().items():
         if symbol.id in executor.implementations:
             continue
@@ -118,6 +121,18 @@ def uniform(
     return torch.empty(shape, device=device, dtype=dtype).uniform_(minval, maxval)
 
 
+def pad(a: torch.Tensor, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]) -> torch.Tensor:
+    """Low, high and interior padding (torch's pad has no interior padding)."""
+    shape = [low + high + size + max(size - 1, 0) * interior for size, (low, high, interior) in zip(a.shape, padding_config)]
+    result = torch.full(shape, padding_value, dtype=a.dtype, device=a.device)
+    window = tuple(
+        slice(low, low + max(size - 1, 0) * (interior + 1) + (size > 0), interior + 1)
+        for size, (low, _, interior) in zip(a.shape, padding_config)
+    )
+    result[window] = a
+    return result
+
+
 def prod(a: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
     """The prim keeps the input's dtype (torch.prod makes bools and small integers int64)."""
     for dim in sorted(dims, reverse=True):
@@ -160,6 +175,7 @@ def _binary_adapter(fn: Callable) -> Callable:
 _ADAPTED: dict[Symbol, Callable] = {
     prims.broadcast_in_dim: broadcast_in_dim,
     prims.slice_prim: slice_prim,
+    prims.pad: pad,
     prims.uniform: uniform,
     prims.prod: prod,
     prims.sum: sum,
@@ -203,6 +219,170 @@ def _claim_prims() -> None:
         executor.register_implementation(symbol, executor.register_operator(fn.__name__, fn=fn, like=symbol))
 
 
+# Prims of the torch language's math, scans, sorting and indexing (ops A): special functions,
+# torch calls whose signatures differ, and binary functions that take numbers in either place.
+_SPECIAL_FUNCTIONS = (
+    ("i0e", "i1", "i1e", "ndtri", "log_ndtr", "erfcx", "zeta") + prims.SPECIAL_UNARY_NO_GRAD
+    + prims.SPECIAL_BINARY_NO_GRAD[:12]
+)  # fmt: skip
+_BINARY_MATH = frozenset(
+    {"zeta", "copysign", "hypot", "igamma", "igammac", "fmax", "fmin"} | set(prims.SPECIAL_BINARY_NO_GRAD)
+)
+
+
+def _tensor_operands(fn: Callable) -> Callable:
+    """PyTorch's binary math functions want tensors (a number first is no overload for most)."""
+
+    def adapted(a: Any, b: Any) -> Any:
+        like = a if isinstance(a, torch.Tensor) else b
+        if not isinstance(a, torch.Tensor):
+            a = torch.scalar_tensor(a, dtype=like.dtype, device=like.device)
+        if not isinstance(b, torch.Tensor):
+            b = torch.scalar_tensor(b, dtype=like.dtype, device=like.device)
+        return fn(a, b)
+
+    return adapted
+
+
+def prim_cumsum(a: torch.Tensor, dim: int) -> torch.Tensor:
+    return torch.cumsum(a, dim, dtype=a.dtype)
+
+
+def prim_cumprod(a: torch.Tensor, dim: int) -> torch.Tensor:
+    return torch.cumprod(a, dim, dtype=a.dtype)
+
+
+def prim_sort(a: torch.Tensor, dim: int, descending: bool, stable: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    return tuple(torch.sort(a, dim=dim, descending=descending, stable=stable))  # type: ignore[return-value]
+
+
+def prim_topk(a: torch.Tensor, k: int, dim: int, largest: bool, sorted: bool) -> tuple[torch.Tensor, torch.Tensor]:  # noqa: A002
+    return tuple(torch.topk(a, k, dim, largest, sorted))  # type: ignore[return-value]
+
+
+def prim_scatter_reduce(
+    a: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor, reduce: str, include_self: bool
+) -> torch.Tensor:
+    return torch.scatter_reduce(a, dim, index, src, reduce, include_self=include_self)
+
+
+def prim_take(a: torch.Tensor, index: torch.Tensor, dim: int) -> torch.Tensor:
+    return torch.index_select(a, dim, index)
+
+
+def prim_index(a: torch.Tensor, indices: Sequence[torch.Tensor | None]) -> torch.Tensor:
+    return torch.ops.aten.index.Tensor(a, list(indices))
+
+
+def prim_index_put(
+    a: torch.Tensor, indices: Sequence[torch.Tensor | None], values: torch.Tensor, accumulate: bool
+) -> torch.Tensor:
+    return torch.ops.aten.index_put(a, list(indices), values, accumulate)
+
+
+def prim_iota(length: int, *, start: Any, step: Any, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    exact = torch.float64 if dtype.is_floating_point or dtype.is_complex else torch.int64
+    values = torch.arange(length, device=device, dtype=exact) * step + start
+    return values.to(dtype)
+
+
+def prim_normal(
+    shape: Sequence[int], mean: float, std: float, *, device: torch.device, dtype: torch.dtype
+) -> torch.Tensor:
+    return torch.empty(shape, device=device, dtype=dtype).normal_(mean, std)
+
+
+def prim_randint(
+    shape: Sequence[int], low: int, high: int, *, device: torch.device, dtype: torch.dtype
+) -> torch.Tensor:
+    return torch.randint(low, high, tuple(shape), device=device, dtype=dtype)
+
+
+def prim_tensor_from_sequence(data: Any, *, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    return torch.tensor(data, device=device, dtype=dtype)
+
+
+def prim_cummax(a: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return tuple(torch.cummax(a, dim))  # type: ignore[return-value]
+
+
+def prim_cummin(a: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return tuple(torch.cummin(a, dim))  # type: ignore[return-value]
+
+
+def prim_device_put(a: torch.Tensor, device: torch.device) -> torch.Tensor:
+    return a.to(device)
+
+
+_MATH_SAME_SIGNATURE: dict[Symbol, Callable] = {
+    prims.flip: torch.flip,
+    prims.scatter: torch.scatter,
+    prims.scatter_add: torch.scatter_add,
+    prims.index_add: torch.index_add,
+    prims.index_copy: torch.index_copy,
+    prims.polygamma: torch.polygamma,
+}
+_MATH_ADAPTED: tuple[Callable, ...] = (
+    prim_cumsum, prim_cumprod, prim_sort, prim_topk, prim_scatter_reduce, prim_take, prim_index,
+    prim_index_put, prim_iota, prim_normal, prim_randint, prim_tensor_from_sequence, prim_device_put,
+    prim_cummax, prim_cummin,
+)  # fmt: skip
+
+
+def tensor_T(a: torch.Tensor) -> torch.Tensor:  # noqa: N802 -- torch's names
+    return a.T
+
+
+def tensor_mT(a: torch.Tensor) -> torch.Tensor:  # noqa: N802
+    return a.mT
+
+
+def tensor_H(a: torch.Tensor) -> torch.Tensor:  # noqa: N802
+    return a.H
+
+
+def tensor_mH(a: torch.Tensor) -> torch.Tensor:  # noqa: N802
+    return a.mH
+
+
+def _claim_math_prims() -> None:
+    # Tensor properties stand for these symbols but cannot be called: claim them with functions
+    for fn in (tensor_T, tensor_mT, tensor_H, tensor_mH):
+        symbol = ltorch.symbol_for(getattr(torch.Tensor, fn.__name__.removeprefix("tensor_")))
+        if symbol is not None:
+            executor.register_implementation(symbol, executor.register_operator(fn.__name__, fn=fn, like=symbol))
+    for name in _BINARY_MATH | set(_SPECIAL_FUNCTIONS):
+        symbol = getattr(prims, name)
+        fn = getattr(torch.special, name, None) if name in _SPECIAL_FUNCTIONS else getattr(torch, name)
+        if name in _BINARY_MATH:
+            fn = _tensor_operands(fn)
+            fn.__name__ = fn.__qualname__ = f"prim_{name}"
+            globals()[fn.__name__] = fn
+        executor.register_implementation(symbol, _operator(fn, symbol))
+    for symbol, fn in _MATH_SAME_SIGNATURE.items():
+        executor.register_implementation(symbol, _operator(fn, symbol))
+    for fn in _MATH_ADAPTED:
+        symbol = getattr(prims, fn.__name__.removeprefix("prim_"))
+        executor.register_implementation(symbol, executor.register_operator(fn.__name__, fn=fn, like=symbol))
+
+
+# Prims of torch.nn.functional (ops B): convolution, pooling windows, interpolation.
+_NN_SAME_SIGNATURE: dict[Symbol, Callable] = {
+    prims.convolution: torch.convolution,
+}
+_NN_ADAPTED: tuple[Callable, ...] = ()
+
+
+def _claim_nn_prims() -> None:
+    for symbol, fn in _NN_SAME_SIGNATURE.items():
+        executor.register_implementation(symbol, _operator(fn, symbol))
+    for fn in _NN_ADAPTED:
+        symbol = getattr(prims, fn.__name__.removeprefix("prim_"))
+        executor.register_implementation(symbol, executor.register_operator(fn.__name__, fn=fn, like=symbol))
+
+
+_claim_nn_prims()
+_claim_math_prims()
 _claim_torch_language()
 _claim_prims()
 register_executor(executor)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
+from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
-import thunder.torch as ltorch
+from thunder.core import devices, dtypes, fallback, inplace
+from thunder.core.executor import to_torch_arguments
 from thunder.core.pipeline import CompileData, FrontendResult
 from thunder.core.prologue import PrologueBuilder
 from thunder.core.proxies import Proxy, TensorProxy
@@ -26,20 +29,32 @@ from thunder.core.sources import (
     ConstantSource,
     GlobalSource,
     ItemSource,
+    KeysSource,
     KeywordSource,
+    LengthSource,
     Source,
 )
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
-from thunder.interpreter.vm import InterpreterHooks, interpret
+from thunder.interpreter.vm import InterpreterError, InterpreterHooks, interpret
+from thunder.torch.inplace import torch_lookaside
 
-__all__ = ["interpreter_frontend", "UnsupportedTorchFunctionError"]
+__all__ = ["interpreter_frontend", "InterpreterEvent", "UnsupportedTorchFunctionError"]
 
 _GUARDED_TYPES = (int, float, bool, str, complex, type(None), torch.dtype, torch.device)
+# Objects whose identity a trace depends on: rebinding one (a global function, a submodule) must retrace.
+_IDENTITY_GUARDED_TYPES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.ModuleType,
+    type,
+    functools.partial,
+    torch.nn.Module,
+)
 
 
-class UnsupportedTorchFunctionError(NotImplementedError):
-    """A torch callable with no thunder symbol was called on a tensor."""
+# A torch callable with no thunder symbol was called on a tensor and cannot fall back (core/fallback.py).
+UnsupportedTorchFunctionError = fallback.UnsupportedTorchFunctionError
 
 
 def _callable_name(fn: Any) -> str:
@@ -82,15 +97,20 @@ def _thunder_isinstance(obj: Any, classinfo: Any) -> bool:
     return isinstance(obj, classinfo)
 
 
+def _thunder_type(*args: Any) -> Any:
+    """``type`` that answers ``torch.Tensor`` for a tensor proxy, as it would for the tensor."""
+    if len(args) == 1 and isinstance(args[0], TensorProxy):
+        return torch.Tensor
+    return type(*args)
+
+
 def _guard_torch_callable(fn: Any) -> Callable:
     """Call a torch callable thunder has no symbol for, if no tensor goes in or comes out."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        if _contains_proxy((args, kwargs)):
-            raise UnsupportedTorchFunctionError(
-                f"{_callable_name(fn)} is not supported by thunder: it has no thunder symbol "
-                "(see thunder.torch for the supported operators)"
-            )
+        if _contains_proxy((args, kwargs)):  # run by PyTorch, visible in the trace; or a clear error
+            return fallback.call(fn, args, kwargs)
+        args, kwargs = to_torch_arguments(args, kwargs)  # a proxy's .dtype/.device are thunder's
         result = fn(*args, **kwargs)
         if any(isinstance(leaf, torch.Tensor) for leaf in tree_leaves(result)):
             raise UnsupportedTorchFunctionError(
@@ -101,9 +121,34 @@ def _guard_torch_callable(fn: Any) -> Callable:
     return call
 
 
+def _raised_by_thunder(exc: BaseException) -> bool:
+    """Raised by thunder's own code (a proxy, a symbol, this frontend), not by the user's program.
+
+    The user's code runs inside the VM, so a ``raise`` in it has the VM as its innermost native frame;
+    torch's own errors are torch's and surface as they would in eager mode.
+    """
+    traceback = exc.__traceback__
+    if traceback is None:
+        return False
+    while traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    module = traceback.tb_frame.f_globals.get("__name__", "")
+    return module.startswith("thunder.") and not module.startswith("thunder.interpreter.vm")
+
+
+_LOCATED_ERRORS = (NotImplementedError, TypeError, ValueError, RuntimeError, IndexError)
+
+
 def _sanitize(name: str) -> str:
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     return f"_{name}" if not name or name[0].isdigit() else name
+
+
+class InterpreterEvent(NamedTuple):
+    """A record of ``thunder.last_interpreter_log`` that is not an instruction."""
+
+    kind: str  # "lookaside" or "opaque call"
+    detail: str
 
 
 class TracingHooks(InterpreterHooks):
@@ -113,13 +158,20 @@ class TracingHooks(InterpreterHooks):
         self.builder = builder
         self.module_state = module_state
         self.instruction_log: list | None = []
+        self._containers: dict[int, tuple[Any, Any]] = {}
+        self._python_modules: set[int] = set()  # ids of the sources of Python modules read
 
     def lookaside(self, fn: Any) -> Callable | None:
-        symbol = ltorch.symbol_for(fn)
-        if symbol is not None:
-            return symbol
+        replacement = torch_lookaside(fn)  # symbols, with their out=/inplace= forms; in-place torch ops
+        if replacement is not None:
+            if self.instruction_log is not None:
+                event = InterpreterEvent("lookaside", f"{_callable_name(fn)} -> {replacement!r}")
+                self.instruction_log.append(event)
+            return replacement
         if fn is isinstance:
             return _thunder_isinstance
+        if fn is type:
+            return _thunder_type
         if _runs_natively(fn):
             return fn
         if _is_torch_callable(fn):
@@ -127,8 +179,57 @@ class TracingHooks(InterpreterHooks):
         return None
 
     def check_opaque_call(self, fn: Any, args: tuple, kwargs: dict) -> None:
+        if self.instruction_log is not None:
+            self.instruction_log.append(InterpreterEvent("opaque call", _callable_name(fn)))
         if _is_torch_callable(fn) and _contains_proxy((args, kwargs)):
             _guard_torch_callable(fn)(*args, **kwargs)
+
+    def on_store_attr(self, obj: Any, name: str, value: Any) -> bool:
+        """A tensor computed while tracing never lands in a real object; module buffers get the epilogue."""
+        if not isinstance(value, Proxy):
+            return False
+        current = obj._buffers.get(name) if isinstance(obj, torch.nn.Module) else None
+        if current is not None:
+            buffer = self._tensor_of_module(current)
+            if buffer is not value:  # ``self.buf = f(self.buf)``: eager rebinds, thunder writes the value
+                inplace.mutate(buffer, value)
+            return True
+        where = f"{type(obj).__name__}.{name}"
+        raise NotImplementedError(
+            f"assigning the tensor {value.name} computed inside the compiled function to the attribute {where} "
+            "is a side effect thunder does not replay on later calls (only module buffers are written back); "
+            f"return the tensor instead (at {self.current_location()})"
+        )
+
+    def _tensor_of_module(self, tensor: torch.Tensor) -> TensorProxy:
+        proxy = self.builder.proxy_for(tensor)
+        return proxy if proxy is not None else self.adopt(tensor)
+
+    def on_store_global(self, globals_dict: dict, name: str, value: Any) -> None:
+        # Later calls run the cached trace, which does not assign the global again.
+        raise InterpreterError(
+            f"assigning or deleting the global {globals_dict.get('__name__', '?')}.{name} inside a compiled "
+            "function is a side effect thunder does not replay on later calls; pass the value in or return "
+            f"it instead (at {self.current_location()})"
+        )
+
+    def on_mutation(self, obj: Any, source: Source, operation: str) -> None:
+        # The container outlives the call: a cached trace would not change it again on later calls.
+        raise InterpreterError(
+            f"changing {source.describe()} in place ({type(obj).__name__} {operation}) inside a compiled "
+            "function is a side effect thunder does not replay on later calls; build a new "
+            f"{type(obj).__name__} instead (at {self.current_location()})"
+        )
+
+    def on_exception(self, exc: BaseException, location: str) -> None:
+        """Errors thunder raises about the user's program name the user's file and line."""
+        if not isinstance(exc, _LOCATED_ERRORS) or isinstance(exc, InterpreterError):
+            return
+        if not exc.args or not isinstance(exc.args[0], str) or not _raised_by_thunder(exc):
+            return
+        if location.split(": ", 1)[0] in exc.args[0]:
+            return  # the message already names the place
+        exc.args = (f"{exc.args[0]} (at {location})", *exc.args[1:])
 
     def on_load(self, value: Any, source: Source, name: str | None = None) -> Any:
         if isinstance(value, torch.Tensor):
@@ -136,12 +237,52 @@ class TracingHooks(InterpreterHooks):
         if isinstance(value, _GUARDED_TYPES):
             self.builder.add_value_guard(value, source)
             return value
-        if type(value) in (tuple, list):
-            items = [self.on_load(item, ItemSource(source, i)) for i, item in enumerate(value)]
-            return type(value)(items)
-        if type(value) is dict and all(isinstance(k, (str, int)) for k in value):
-            return {k: self.on_load(v, ItemSource(source, k)) for k, v in value.items()}
+        value_type = type(value)
+        if value_type is tuple or value_type is list or value_type is dict or value_type is OrderedDict:
+            return self._container(value, source)
+        if isinstance(value, _IDENTITY_GUARDED_TYPES):
+            self._identity_guard(value, source)
         return value
+
+    def _container(self, value: Any, source: Source) -> Any:
+        """Tensors inside become proxies (in a copy); every Python value inside is guarded.
+
+        A container loaded again, through any path, gives the same object back, so that the program's
+        own changes to it are seen (a list appended to in one function and read in another).
+        """
+        known = self._containers.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        if isinstance(value, dict):
+            if not all(type(k) in (str, int) for k in value):
+                self._identity_guard(value, source)
+                result = value
+            else:
+                self.builder.add_value_guard(tuple(value), KeysSource(source))
+                items = {k: self.on_load(v, ItemSource(source, k)) for k, v in value.items()}
+                changed = any(items[k] is not v for k, v in value.items())
+                result = type(value)(items) if changed else value
+        else:
+            self.builder.add_value_guard(len(value), LengthSource(source))
+            loaded = [self.on_load(item, ItemSource(source, i)) for i, item in enumerate(value)]
+            changed = any(new is not old for new, old in zip(loaded, value))
+            result = type(value)(loaded) if changed else value
+        self._containers[id(value)] = (value, result)
+        return result
+
+    def _identity_guard(self, value: Any, source: Source) -> None:
+        """The trace depends on this very object (a function it called, a submodule it ran)."""
+        if isinstance(value, types.BuiltinFunctionType) and not isinstance(
+            getattr(value, "__self__", None), (types.ModuleType, type(None))
+        ):
+            return  # a bound builtin method (``items.append``) is a new object on every access
+        if isinstance(value, functools.partial) and _contains_proxy((value.args, value.keywords)):
+            return  # a tensor method bound to a proxy
+        if isinstance(value, types.ModuleType):
+            self._python_modules.add(id(source))
+        if isinstance(source, AttributeSource) and id(source.base) in self._python_modules:
+            return  # torch.nn.functional.relu: a Python module's functions are taken as they are
+        self.builder.add_identity_guard(value, source)
 
     def _tensor(self, tensor: torch.Tensor, source: Source, name: str | None) -> TensorProxy:
         known = self.module_state.get(id(tensor))
@@ -170,6 +311,22 @@ def _source_name(source: Source) -> str | None:
     if isinstance(source, GlobalSource):
         return _sanitize(source.name)
     return None
+
+
+def _submodule_sources(fn: Any, root: Source) -> list[tuple[Any, Source]]:
+    """Submodules by qualified name, so that their hooks and identity are checked however they are reached
+    (``enumerate(self.layers)`` hands out submodules the VM cannot trace back to ``self``)."""
+    if not isinstance(fn, torch.nn.Module):
+        return []
+    sources = []
+    for qualified_name, submodule in fn.named_modules():
+        if not qualified_name:
+            continue
+        source = root
+        for part in qualified_name.split("."):
+            source = AttributeSource(source, part)
+        sources.append((submodule, source))
+    return sources
 
 
 def _module_state(module: torch.nn.Module, root: Source) -> dict[int, tuple[str, Source]]:
@@ -216,15 +373,18 @@ def interpreter_frontend(
     hooks = TracingHooks(builder, module_state)
     computation.tensor_adopter = hooks.adopt
     signature_fn = fn.forward if isinstance(fn, torch.nn.Module) else fn
-    with tracectx(computation):
+    with tracectx(computation), fallback.enabled(compile_data.options.get("fallback", True)):
+        compile_data.used_options.add("fallback")
         names = _parameter_names(signature_fn, args)
         proxied_args = tuple(hooks.on_load(a, ArgumentSource(i), names[i]) for i, a in enumerate(args))
         proxied_kwargs = {k: hooks.on_load(v, KeywordSource(k), k) for k, v in kwargs.items()}
         arg_sources = [root] + [ArgumentSource(i) for i in range(len(args))]
         kwarg_sources = {k: KeywordSource(k) for k in kwargs}
         result = interpret(_call, (fn, *proxied_args), proxied_kwargs, hooks,
-                           arg_sources=arg_sources, kwarg_sources=kwarg_sources)  # fmt: skip
+                           arg_sources=arg_sources, kwarg_sources=kwarg_sources,
+                           known_sources=_submodule_sources(fn, root))  # fmt: skip
         output = _adopt_outputs(result, hooks)
+        output = inplace.finish(computation, output)  # current values; the epilogue's copies
         computation.record(BoundSymbol(RETURN, (output,)))
     computation.header = "Constructed by the interpreter"
     if not (
@@ -238,4 +398,13 @@ def interpreter_frontend(
 def _adopt_outputs(result: Any, hooks: TracingHooks) -> Any:
     from thunder.core.pytree import tree_map
 
-    return tree_map(lambda x: hooks.adopt(x) if isinstance(x, torch.Tensor) else x, result)
+    def adopt(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return hooks.adopt(x)
+        if isinstance(x, dtypes.dtype):  # a proxy's dtype: the caller gets torch's, as in eager mode
+            return dtypes.to_torch_dtype(x)
+        if isinstance(x, devices.Device):
+            return devices.to_torch_device(x)
+        return x
+
+    return tree_map(adopt, result)

@@ -7,6 +7,7 @@ call for everything without Python code (after ``check_opaque_call``).
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import sys
@@ -15,7 +16,7 @@ from typing import Any
 
 from thunder.interpreter.vm.errors import InterpreterError
 
-__all__ = ["call", "call_opaque", "interpret_function", "lookup_type", "MISSING", "DEFER", "is_own_code"]
+__all__ = ["call", "call_opaque", "report_mutation", "interpret_function", "lookup_type", "MISSING", "DEFER", "is_own_code"]
 
 _ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 _GENERATOR_FLAG = inspect.CO_GENERATOR
@@ -82,7 +83,26 @@ def _call_other(context: Any, fn: Any, fn_type: type, args: tuple, kwargs: dict)
 _DICT_VIEW_TYPES: tuple[type, type] = (type({}.items()), type({}.values()))
 
 
+_MUTABLE_CONTAINERS = (list, dict, set, collections.OrderedDict, collections.defaultdict, collections.deque)
+_MUTATING_METHODS = frozenset(
+    "append extend insert pop remove clear sort reverse update setdefault popitem add discard "
+    "difference_update intersection_update symmetric_difference_update appendleft extendleft popleft "
+    "rotate move_to_end __setitem__ __delitem__ __iadd__ __ior__ __iand__ __isub__ __ixor__".split()
+)
+
+
+def report_mutation(context: Any, container: Any, operation: str) -> None:
+    """Tell the hooks that a container read from outside the call is about to change."""
+    source = context.provenance.source_of(container)
+    if source is not None:
+        context.hooks.on_mutation(container, source, operation)
+
+
 def call_opaque(context: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
+    if type(fn) is BuiltinMethodType and fn.__name__ in _MUTATING_METHODS:
+        owner = fn.__self__
+        if isinstance(owner, _MUTABLE_CONTAINERS):
+            report_mutation(context, owner, fn.__name__)
     context.hooks.check_opaque_call(fn, args, kwargs)
     result = fn(*args, **kwargs)
     if type(result) in _DICT_VIEW_TYPES and type(fn) is BuiltinMethodType:
@@ -177,6 +197,12 @@ _GLOBAL_HOOK_ATTRIBUTES = (
 def _call_module(context: Any, module: Any, args: tuple, kwargs: dict) -> Any:
     """Hook-free modules go straight to ``forward``: ``__call__`` adds nothing but hooks."""
     torch_module = sys.modules["torch.nn.modules.module"]
+    source = context.provenance.source_of(module)
+    if source is not None:  # the trace depends on which hooks there are: report them to be checked
+        from thunder.core.sources import AttributeSource
+
+        for name in _MODULE_HOOK_ATTRIBUTES:
+            context.load(getattr(module, name, None), AttributeSource(source, name))
     has_hooks = any(getattr(module, name, None) for name in _MODULE_HOOK_ATTRIBUTES) or any(
         getattr(torch_module, name, None) for name in _GLOBAL_HOOK_ATTRIBUTES
     )

@@ -10,6 +10,8 @@ from thunder.interpreter.vm.provenance import ProvenanceTable
 
 __all__ = ["InterpreterContext"]
 
+_LIBRARY_PREFIXES = ("thunder.", "torch.", "torch")
+
 
 class InterpreterContext:
     """Hooks, provenance, the interpreted call stack and the handled-exception chain.
@@ -32,6 +34,7 @@ class InterpreterContext:
         "type_cache",
         "next_methods",
         "dict_views",
+        "located",
     )
 
     def __init__(self, hooks: InterpreterHooks) -> None:
@@ -46,12 +49,26 @@ class InterpreterContext:
         self.type_cache: dict = {}
         self.next_methods: dict = {}
         self.dict_views: dict = {}
+        self.located: BaseException | None = None  # the exception on_exception last saw
 
     def load(self, value: Any, source: Source) -> Any:
         """Report a value with known provenance and remember the source of what is used."""
         value = self.hooks.on_load(value, source)
         self.provenance.register(value, source)
         return value
+
+    def user_location(self) -> str:
+        """``file:line: source`` of the innermost interpreted frame that is not torch's or thunder's."""
+        from thunder.interpreter.vm.errors import describe_location
+
+        frames = self.frames
+        if not frames:
+            return "<not interpreting>"
+        for frame in reversed(frames):
+            module = getattr(frame.function, "__module__", None) or ""
+            if not module.startswith(_LIBRARY_PREFIXES):
+                return describe_location(frame, frame.current_op())
+        return describe_location(frames[-1], frames[-1].current_op())
 
     def handled_exception(self) -> BaseException | None:
         """The innermost exception being handled, like ``sys.exception()``."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import linecache
 from typing import Any
 
-__all__ = ["InterpreterError", "location_of", "unsupported", "annotate_exception"]
+__all__ = ["InterpreterError", "location_of", "describe_location", "unsupported", "annotate_exception"]
 
 
 class InterpreterError(RuntimeError):
@@ -20,6 +20,13 @@ def location_of(frame: Any, op: Any) -> str:
     """``file:line`` of an instruction, for messages pointing at user code."""
     lineno = op.lineno if op is not None else frame.code.co_firstlineno
     return f"{frame.code.co_filename}:{lineno}"
+
+
+def describe_location(frame: Any, op: Any) -> str:
+    """``file:line: source line`` of an instruction."""
+    lineno = op.lineno if op is not None else frame.code.co_firstlineno
+    line = linecache.getline(frame.code.co_filename, lineno or 0).strip()
+    return f"{frame.code.co_filename}:{lineno}: {line}" if line else f"{frame.code.co_filename}:{lineno}"
 
 
 def unsupported(frame: Any, op: Any, construct: str) -> InterpreterError:

@@ -31,3 +31,25 @@ class InterpreterHooks:
     def check_opaque_call(self, fn: Any, args: tuple, kwargs: dict) -> None:
         """Called before a non-Python callable runs natively; raise to forbid it."""
         return None
+
+    def on_store_attr(self, obj: Any, name: str, value: Any) -> bool:
+        """Called before ``obj.name = value``; True when the hook took care of it (nothing is assigned)."""
+        return False
+
+    def on_store_global(self, globals_dict: dict, name: str, value: Any) -> None:
+        """Called before ``global name`` is assigned or deleted (``value`` is None then); raise to forbid it."""
+        return None
+
+    def on_mutation(self, obj: Any, source: Source, operation: str) -> None:
+        """Called before a list, dict or set read from outside the call (``source``) is changed in place
+        by ``operation`` (``append``, ``[]=``); raise to forbid it."""
+        return None
+
+    def on_exception(self, exc: BaseException, location: str) -> None:
+        """Called once for each exception leaving the frame that raised it (StopIteration and the
+        like excepted); ``location`` is ``file:line: source`` of the innermost user frame."""
+        return None
+
+    def current_location(self) -> str:
+        """``file:line: source`` of the innermost user frame; ``interpret`` replaces this."""
+        return "<not interpreting>"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import sys
 from collections.abc import Callable
 from types import CellType, FunctionType
 from typing import Any
@@ -34,8 +35,14 @@ def _replaces(target: Any) -> Callable:
     return register
 
 
-def _interpretable(fn: Any) -> bool:
-    return type(fn) is FunctionType or hasattr(fn, "__func__") or isinstance(fn, functools.partial)
+def _interpretable(context: Any, fn: Any) -> bool:
+    """User code to step through, or a callable the hooks replace (a torch op given to ``map``)."""
+    if type(fn) is FunctionType or hasattr(fn, "__func__") or isinstance(fn, functools.partial):
+        return True
+    try:
+        return context.hooks.lookaside(fn) is not None
+    except TypeError:  # unhashable callables
+        return False
 
 
 @_replaces(builtins.super)
@@ -62,7 +69,7 @@ def _mapped(context: Any, fn: Any, iterables: tuple) -> Any:
 
 @_replaces(builtins.map)
 def _map(context: Any, args: tuple, kwargs: dict) -> Any:
-    if kwargs or len(args) < 2 or not _interpretable(args[0]):
+    if kwargs or len(args) < 2 or not _interpretable(context, args[0]):
         return DEFER
     return _mapped(context, args[0], args[1:])
 
@@ -75,7 +82,7 @@ def _filtered(context: Any, fn: Any, iterable: Any) -> Any:
 
 @_replaces(builtins.filter)
 def _filter(context: Any, args: tuple, kwargs: dict) -> Any:
-    if kwargs or len(args) != 2 or not _interpretable(args[0]):
+    if kwargs or len(args) != 2 or not _interpretable(context, args[0]):
         return DEFER
     return _filtered(context, args[0], args[1])
 
@@ -83,7 +90,7 @@ def _filter(context: Any, args: tuple, kwargs: dict) -> Any:
 @_replaces(builtins.sorted)
 def _sorted(context: Any, args: tuple, kwargs: dict) -> Any:
     key = kwargs.get("key")
-    if key is None or not _interpretable(key) or len(args) != 1:
+    if key is None or not _interpretable(context, key) or len(args) != 1:
         return DEFER
     items = list(args[0])
     keys = [call(context, key, (item,), {}) for item in items]
@@ -94,7 +101,7 @@ def _sorted(context: Any, args: tuple, kwargs: dict) -> Any:
 def _extreme(native: Callable) -> Callable:
     def replacement(context: Any, args: tuple, kwargs: dict) -> Any:
         key = kwargs.get("key")
-        if key is None or not _interpretable(key):
+        if key is None or not _interpretable(context, key):
             return DEFER
         items = list(args[0]) if len(args) == 1 else list(args)
         if not items and "default" in kwargs:
@@ -113,7 +120,7 @@ _replaces(builtins.max)(_extreme(max))
 
 @_replaces(functools.reduce)
 def _reduce(context: Any, args: tuple, kwargs: dict) -> Any:
-    if kwargs or not _interpretable(args[0]):
+    if kwargs or not _interpretable(context, args[0]):
         return DEFER
     fn, iterator = args[0], iter(args[1])
     if len(args) > 2:
@@ -157,3 +164,16 @@ def _getattr(context: Any, args: tuple, kwargs: dict) -> Any:
         if len(args) == 3:
             return args[2]
         raise
+
+
+@_replaces(sys.exc_info)
+def _exc_info(context: Any, args: tuple, kwargs: dict) -> Any:
+    exc = context.handled_exception()
+    return (None, None, None) if exc is None else (type(exc), exc, exc.__traceback__)
+
+
+if hasattr(sys, "exception"):  # 3.11+
+
+    @_replaces(sys.exception)
+    def _exception(context: Any, args: tuple, kwargs: dict) -> Any:
+        return context.handled_exception()

@@ -81,5 +81,8 @@ def _escape(frame: Frame, op: Any, exc: BaseException) -> None:
     if frame.last_exception is exc and frame.last_exception_op is not None:
         op = frame.last_exception_op
     if not isinstance(exc, _QUIET_EXCEPTIONS):
+        if exc is not context.located:  # the innermost frame it leaves: where it was raised
+            context.located = exc
+            context.hooks.on_exception(exc, context.user_location())
         annotate_exception(frame, op, exc)
     frame.stack.clear()

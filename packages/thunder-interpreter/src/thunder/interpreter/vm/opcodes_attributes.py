@@ -29,7 +29,11 @@ def load_method_311(frame: Any, op: Any) -> None:
 def store_attr(frame: Any, op: Any) -> None:
     stack = frame.stack
     obj = stack.pop()
-    setattr(obj, op.argval, stack.pop())
+    value = stack.pop()
+    context = frame.context
+    # Only objects read from outside the call outlive it; those the program made itself hold anything.
+    if context.provenance.source_of(obj) is None or not context.hooks.on_store_attr(obj, op.argval, value):
+        setattr(obj, op.argval, value)
 
 
 @handles("DELETE_ATTR")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from thunder.core.sources import ItemSource
-from thunder.interpreter.vm.calls import call, lookup_type
+from thunder.interpreter.vm.calls import _MUTABLE_CONTAINERS, call, lookup_type, report_mutation
 from thunder.interpreter.vm.dispatch import handles
 from thunder.interpreter.vm.iteration import iterate_all
 from thunder.interpreter.vm.operators import has_user_dunder
@@ -193,13 +193,18 @@ def store_subscr(frame: Any, op: Any) -> None:
     if has_user_dunder(context, type(container), "__setitem__"):
         call(context, lookup_type(type(container), "__setitem__"), (container, key, value), {})
     else:
+        if isinstance(container, _MUTABLE_CONTAINERS):
+            report_mutation(context, container, "[]=")
         container[key] = value
 
 
 @handles("DELETE_SUBSCR")
 def delete_subscr(frame: Any, op: Any) -> None:
     key = frame.stack.pop()
-    del frame.stack.pop()[key]
+    container = frame.stack.pop()
+    if isinstance(container, _MUTABLE_CONTAINERS):
+        report_mutation(frame.context, container, "del []")
+    del container[key]
 
 
 @handles("BINARY_SLICE", only=(3, 12))

@@ -63,11 +63,14 @@ def _load_global_value(frame: Any, name: str) -> Any:
 
 @handles("STORE_GLOBAL")
 def store_global(frame: Any, op: Any) -> None:
-    frame.globals[op.argval] = frame.stack.pop()
+    value = frame.stack.pop()
+    frame.context.hooks.on_store_global(frame.globals, op.argval, value)
+    frame.globals[op.argval] = value
 
 
 @handles("DELETE_GLOBAL")
 def delete_global(frame: Any, op: Any) -> None:
+    frame.context.hooks.on_store_global(frame.globals, op.argval, None)
     try:
         del frame.globals[op.argval]
     except KeyError:

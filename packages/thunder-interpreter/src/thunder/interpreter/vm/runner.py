@@ -36,10 +36,18 @@ def interpret(
     *,
     arg_sources: Sequence[Source | None] = (),
     kwarg_sources: Mapping[str, Source] = {},
+    known_sources: Sequence[tuple[Any, Source]] = (),
 ) -> Any:
-    """Call ``fn(*args, **kwargs)`` with the VM, so hooks see calls and value provenance."""
+    """Call ``fn(*args, **kwargs)`` with the VM, so hooks see calls and value provenance.
+
+    ``known_sources``: objects reachable from the arguments whose canonical source is known in
+    advance (a module's submodules by qualified name); they win over any path found while running.
+    """
     context = InterpreterContext(hooks)
+    hooks.current_location = context.user_location  # type: ignore[method-assign]
     register = context.provenance.register
+    for value, source in known_sources:
+        register(value, source)
     for value, source in zip(args, arg_sources):
         if source is not None:
             register(value, source)

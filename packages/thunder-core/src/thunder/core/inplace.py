@@ -1,0 +1,469 @@
+"""Functionalization of in-place operations, done while the program is traced.
+
+Traces are functional (SSA): ``x.add_(y)`` records ``t1 = ltorch.add(x, y)``, never a mutation. The
+user's code still holds the proxy ``x``, so each trace that sees a mutation keeps a ``Mutations``
+table (``trace.mutations``, made on the first in-place op) saying which proxy holds the *current*
+value of each tensor the program mutated. ``Symbol.__call__`` consults it: every argument is replaced
+by its current value before a symbol is recorded, so later uses of ``x`` read ``t1``.
+
+Views share memory with their base in eager PyTorch. A view is remembered as its root tensor plus
+the chain of view prims (``reshape``, ``transpose``, ``slice_prim``, ``broadcast_in_dim``) that
+leads from the root to it; a chain is read off the leaf prims of the view symbol's decomposition.
+Mutating a view writes the new value back through the chain (each prim has a write-back rule) into
+a new value of the root; reading a view after its root changed replays the chain on the root's
+current value. Every alias of a root therefore sees every mutation, as in eager.
+
+Mutated computation inputs (arguments, parameters, buffers) are written back to the real tensors
+at the end of the computation: ``finish`` appends one ``inplace.copy_(x, t5)`` per mutated input
+(recorded under no_grad, run by PyTorch) before the return. That is the epilogue; it is part of the
+computation trace, so it prints, and DCE keeps it (it is tagged ``side_effect``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from thunder.core import dtypes, prims
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.trace import Trace, get_tracectx
+
+__all__ = [
+    "Mutations",
+    "note_aliasing",
+    "mutate",
+    "current",
+    "finish",
+    "copy_",
+    "ALIAS_SYMBOL_IDS",
+    "EAGER_VIEWS",
+]
+
+# Symbols that return their input itself when they have nothing to do, like eager (``x.to(x.dtype)``,
+# ``x.float()`` on a float tensor): such an output is the same tensor. Any other symbol that returns
+# one of its inputs (an optimization in a decomposition) returns a copy in eager, and is treated so.
+ALIAS_SYMBOL_IDS = frozenset(
+    {"ltorch.to", "ltorch.type_as", "ltorch.float", "ltorch.double", "ltorch.half", "ltorch.bfloat16",
+     "ltorch.long", "ltorch.int", "ltorch.bool", "ltorch.contiguous", "ltorch.detach"}
+)  # fmt: skip
+
+# ---------------------------------------------------------------------------------------------
+# View steps: one view prim, replayable on a new base and invertible for write-back
+
+
+def _inverse_permutation(permutation: Any) -> tuple[int, ...]:
+    inverse = [0] * len(permutation)
+    for position, d in enumerate(permutation):
+        inverse[d] = position
+    return tuple(inverse)
+
+
+def _write_reshape(base: TensorProxy, value: TensorProxy, shape: Any) -> TensorProxy:
+    return prims.reshape(value, base.shape)
+
+
+def _write_transpose(base: TensorProxy, value: TensorProxy, permutation: Any) -> TensorProxy:
+    return prims.transpose(value, _inverse_permutation(permutation))
+
+
+def _write_broadcast(
+    base: TensorProxy, value: TensorProxy, shape: Any, broadcast_dimensions: Any
+) -> TensorProxy:
+    if base.numel() != value.numel():
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single "
+            "memory location (an in-place operation on an expanded tensor). Please clone() the tensor "
+            "before performing the operation."
+        )
+    return prims.reshape(value, base.shape)
+
+
+def _zero_of(dtype: dtypes.dtype) -> Any:
+    return False if dtype is dtypes.bool8 else 0
+
+
+def _write_slice(base: TensorProxy, value: TensorProxy, start: Any, end: Any, strides: Any) -> TensorProxy:
+    if value.numel() == 0:
+        return base
+    config = []
+    for size, low, stride, out_size in zip(base.shape, start, strides, value.shape):
+        high = size - low - (out_size - 1) * stride - 1
+        config.append((low, high, stride - 1))
+    padded = prims.pad(value, _zero_of(value.dtype), config)
+    inside = prims.full(value.shape, True, device=value.device, dtype=dtypes.bool8)
+    mask = prims.pad(inside, False, config)
+    return prims.where(mask, padded, base)
+
+
+def _write_opaque(base: TensorProxy, value: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
+    raise NotImplementedError(
+        "writing in place into a view that thunder computes as a copy (a fallback, or a view op such as "
+        "unfold that thunder gathers) is not supported: the write would not reach the base; clone() the "
+        "view first if the base need not change"
+    )
+
+
+# prim id -> write-back rule (base, new value of the view, the prim's other arguments) -> new base
+WRITE_BACK: dict[str, Callable[..., TensorProxy]] = {
+    prims.reshape.id: _write_reshape,
+    prims.transpose.id: _write_transpose,
+    prims.broadcast_in_dim.id: _write_broadcast,
+    prims.slice_prim.id: _write_slice,
+}
+
+
+@dataclass(frozen=True)
+class ViewStep:
+    """``symbol(base, *args, **kwargs)`` is the view; ``write_back`` inverts it."""
+
+    symbol: Symbol
+    args: tuple
+    kwargs: dict
+    opaque: bool = False  # a whole symbol known to return a view, not a view prim
+
+    def apply(self, base: TensorProxy) -> TensorProxy:
+        return self.symbol(base, *self.args, **self.kwargs)
+
+    def write_back(self, base: TensorProxy, value: TensorProxy) -> TensorProxy:
+        rule = _write_opaque if self.opaque else WRITE_BACK.get(self.symbol.id, _write_opaque)
+        return rule(base, value, *self.args, **self.kwargs)
+
+
+def _leaves(bound_symbol: BoundSymbol) -> list[BoundSymbol]:
+    if not bound_symbol.subsymbols:
+        return [bound_symbol] if bound_symbol.symbol.is_leaf else []
+    return [leaf for sub in bound_symbol.subsymbols for leaf in _leaves(sub)]
+
+
+def _is_view_symbol(symbol: Symbol) -> bool:
+    """Whether the symbol's result shares memory with its input in eager (shape ops like repeat copy)."""
+    return "view" in symbol.tags or (symbol.module == "ltorch" and symbol.name in EAGER_VIEWS)
+
+
+# torch operators that return views in eager; when thunder's decomposition of one is not a chain of
+# view prims (``unfold`` gathers), its result is an opaque view: recomputed when its base changes, and
+# writing into it is an error rather than a silently lost update.
+EAGER_VIEWS = frozenset({
+    "adjoint", "as_strided", "diagonal", "expand", "expand_as", "movedim", "moveaxis", "narrow", "permute",
+    "select", "squeeze", "transpose", "t", "T", "H", "mT", "mH", "real", "imag", "view_as_real",
+    "view_as_complex", "unflatten", "unfold", "unsqueeze", "view", "view_as", "unbind", "split",
+    "split_with_sizes", "swapaxes", "swapdims", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit",
+    "getitem", "alias", "detach", "reshape", "flatten", "ravel",
+})  # fmt: skip
+
+
+# Views only for some arguments (advanced indexing copies; reshape copies what it cannot view): their
+# results alias the input exactly when the decomposition is a chain of view prims.
+SOMETIMES_VIEWS = frozenset({"getitem", "reshape", "flatten", "ravel"})
+
+
+def _opaque_view(bound_symbol: BoundSymbol) -> bool:
+    symbol = bound_symbol.symbol
+    if symbol.module == "ltorch" and symbol.name in SOMETIMES_VIEWS:
+        return False
+    return "view" in symbol.tags or (symbol.module == "ltorch" and symbol.name in EAGER_VIEWS)
+
+
+def view_chains(bound_symbol: BoundSymbol, source: TensorProxy) -> dict[str, tuple[ViewStep, ...]]:
+    """For each output of ``bound_symbol`` that is a view of ``source``: the view steps leading to it."""
+    chains = _prim_chains(bound_symbol, source)
+    output = bound_symbol.output
+    if isinstance(output, TensorProxy) and output.name not in chains and _opaque_view(bound_symbol):
+        first, *rest = bound_symbol.args  # replayed as a whole, never written through
+        chains[output.name] = (
+            ViewStep(bound_symbol.symbol, tuple(rest), dict(bound_symbol.kwargs), opaque=True),
+        )
+    return chains
+
+
+def _prim_chains(bound_symbol: BoundSymbol, source: TensorProxy) -> dict[str, tuple[ViewStep, ...]]:
+    chains: dict[str, tuple[ViewStep, ...]] = {source.name: ()}
+    for leaf in _leaves(bound_symbol):
+        if leaf.symbol.id not in WRITE_BACK or not leaf.args or not isinstance(leaf.args[0], Proxy):
+            continue
+        chain = chains.get(leaf.args[0].name)
+        if chain is None or any(isinstance(p, Proxy) for p in tree_leaves(leaf.args[1:])):
+            continue
+        for out in leaf.proxy_outputs():
+            chains[out.name] = (*chain, ViewStep(leaf.symbol, tuple(leaf.args[1:]), dict(leaf.kwargs)))
+    return {p.name: chains[p.name] for p in bound_symbol.proxy_outputs() if p.name in chains}
+
+
+# ---------------------------------------------------------------------------------------------
+# The table of current values
+
+
+@dataclass
+class _Root:
+    proxy: TensorProxy  # the tensor as the program first saw it
+    value: TensorProxy  # its current value
+    generation: int = 0  # bumped by every mutation of the root or one of its views
+
+
+@dataclass
+class _Alias:
+    root: str
+    chain: tuple[ViewStep, ...]
+    value: TensorProxy  # the alias's value at ``generation`` of its root
+    generation: int
+
+
+class Mutations:
+    """Which proxy holds the current value of every tensor a trace mutated (or a view of one)."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.roots: dict[str, _Root] = {}
+        self.aliases: dict[str, _Alias] = {}
+        self._busy = 0  # >0 while this table records ops of its own (replays, write-backs)
+        for bound_symbol in trace.bound_symbols:  # views taken before the first mutation
+            self._note_views(bound_symbol, (bound_symbol.args, bound_symbol.kwargs))
+
+    @classmethod
+    def of(cls, trace: Trace) -> Mutations:
+        if trace.mutations is None:
+            trace.mutations = cls(trace)
+        return trace.mutations
+
+    # reading
+    def current(self, proxy: TensorProxy) -> TensorProxy:
+        alias = self.aliases.get(proxy.name)
+        if alias is None:
+            return proxy
+        root = self.roots[alias.root]
+        if alias.generation != root.generation:
+            value = root.value
+            self._busy += 1
+            try:
+                for step in alias.chain:
+                    value = step.apply(value)
+            finally:
+                self._busy -= 1
+            alias.value, alias.generation = value, root.generation
+        return alias.value
+
+    def resolve(self, values: Any) -> Any:
+        """``values`` with every proxy replaced by its current value (top-level calls only)."""
+        if self._busy or not self.trace.at_top_level:
+            return values
+        return tree_map(lambda x: self.current(x) if isinstance(x, TensorProxy) else x, values)
+
+    def _alias(self, proxy: TensorProxy) -> _Alias:
+        alias = self.aliases.get(proxy.name)
+        if alias is None:
+            self.roots[proxy.name] = _Root(proxy, proxy)
+            alias = self.aliases[proxy.name] = _Alias(proxy.name, (), proxy, 0)
+        return alias
+
+    # recording
+    def recorded(self, bound_symbol: BoundSymbol, user_arguments: tuple[tuple, dict]) -> Any:
+        """Note the views ``bound_symbol`` made; returns the output the user's code should hold."""
+        output = bound_symbol.output
+        if self._busy or not self.trace.at_top_level or not isinstance(output, (TensorProxy, tuple, list)):
+            return output
+        resolved = [p for p in bound_symbol.proxy_args() if isinstance(p, TensorProxy)]
+        user = _unique_tensor_proxies(user_arguments)
+        symbol = bound_symbol.symbol
+        if isinstance(output, TensorProxy) and any(output is p for p in resolved):
+            position = next(i for i, p in enumerate(resolved) if p is output)
+            if symbol.id in ALIAS_SYMBOL_IDS or _is_view_symbol(symbol):
+                return user[position] if len(user) == len(resolved) else output
+            return self._copy_of(output)
+        self._note_views(bound_symbol, user_arguments)
+        return output
+
+    def _note_views(self, bound_symbol: BoundSymbol, user_arguments: tuple[tuple, dict]) -> None:
+        resolved = [p for p in bound_symbol.proxy_args() if isinstance(p, TensorProxy)]
+        user = _unique_tensor_proxies(user_arguments)
+        if len(resolved) != 1 or len(user) != 1 or not _is_view_symbol(bound_symbol.symbol):
+            return
+        source = self._alias(user[0])
+        generation = self.roots[source.root].generation
+        for name, chain in view_chains(bound_symbol, resolved[0]).items():
+            view = next(p for p in bound_symbol.proxy_outputs() if p.name == name)
+            if isinstance(view, TensorProxy) and view is not resolved[0]:
+                self.aliases[name] = _Alias(source.root, source.chain + chain, view, generation)
+
+    def _copy_of(self, value: TensorProxy) -> TensorProxy:
+        """A tensor equal to ``value`` that does not alias it; it costs nothing until it is mutated."""
+        copy = value.replace()
+        self.roots[copy.name] = _Root(copy, value)
+        self.aliases[copy.name] = _Alias(copy.name, (), value, 0)
+        return copy
+
+    def mutate(self, proxy: TensorProxy, value: TensorProxy) -> None:
+        """From now on ``proxy`` (and every alias of its memory) holds ``value``."""
+        alias = self._alias(proxy)
+        root = self.roots[alias.root]
+        _check_input_mutation(self.trace, root.proxy)
+        self._busy += 1
+        try:
+            bases = [root.value]
+            for step in alias.chain[:-1]:
+                bases.append(step.apply(bases[-1]))
+            new = value
+            for step, base in reversed(list(zip(alias.chain, bases))):
+                new = step.write_back(base, new)
+        finally:
+            self._busy -= 1
+        root.value = new
+        root.generation += 1
+        alias.value, alias.generation = value, root.generation
+
+    def mutated_inputs(self) -> list[tuple[TensorProxy, TensorProxy]]:
+        inputs = {p.name for p in self.trace.args if isinstance(p, TensorProxy)}
+        return [
+            (r.proxy, r.value) for name, r in self.roots.items() if name in inputs and r.value is not r.proxy
+        ]
+
+
+def _unique_tensor_proxies(values: Any) -> list[TensorProxy]:
+    seen: dict[str, TensorProxy] = {}
+    for leaf in tree_leaves(values):
+        if isinstance(leaf, TensorProxy) and leaf.name not in seen:
+            seen[leaf.name] = leaf
+    return list(seen.values())
+
+
+def _check_input_mutation(trace: Trace, root: TensorProxy) -> None:
+    if root.requires_grad and torch.is_grad_enabled() and any(root is p for p in trace.args):
+        raise RuntimeError(
+            f"a leaf Variable that requires grad ({root.name}) is being used in an in-place operation."
+        )
+
+
+def note_aliasing(trace: Trace, bound_symbol: BoundSymbol, user_arguments: tuple[tuple, dict]) -> Any:
+    """Called by ``Symbol.__call__`` once a trace has mutations, or when a symbol returned an input."""
+    symbol = bound_symbol.symbol
+    if trace.mutations is None and (symbol.id in ALIAS_SYMBOL_IDS or _is_view_symbol(symbol)):
+        return bound_symbol.output  # the same proxy is the same tensor, as in eager: nothing to track
+    return Mutations.of(trace).recorded(bound_symbol, user_arguments)
+
+
+# ---------------------------------------------------------------------------------------------
+# The API the torch language and the frontends use
+
+
+def _tracing() -> Trace:
+    trace = get_tracectx()
+    if trace is None:
+        raise RuntimeError("in-place operations are recorded only while tracing")
+    return trace
+
+
+def current(proxy: TensorProxy) -> TensorProxy:
+    """The proxy holding ``proxy``'s current value in the trace being built."""
+    mutations = _tracing().mutations
+    return proxy if mutations is None else mutations.current(proxy)
+
+
+def mutate(proxy: TensorProxy, value: Any) -> TensorProxy:
+    """Record ``proxy[...] = value`` (an in-place op's result): casts like eager, returns ``proxy``.
+
+    ``value`` must broadcast to ``proxy``'s shape; its dtype is cast to ``proxy``'s, which fails as in
+    eager when the cast would lose the kind of number (a float result into an integer tensor).
+    """
+    trace = _tracing()
+    if not isinstance(proxy, TensorProxy):
+        raise TypeError(f"an in-place operation needs a tensor to write into, got {type(proxy).__name__}")
+    mutations = Mutations.of(trace)
+    if isinstance(value, TensorProxy):  # the user's code may hand in a proxy that was mutated since
+        value = mutations.current(value)
+    value = _as_value_of(proxy, value)
+    mutations.mutate(proxy, value)
+    return proxy
+
+
+def _as_value_of(proxy: TensorProxy, value: Any) -> TensorProxy:
+    if not isinstance(value, TensorProxy):
+        return prims.full(proxy.shape, value, device=proxy.device, dtype=proxy.dtype)
+    if value.dtype != proxy.dtype:
+        if not torch.can_cast(value.dtype.torch_dtype, proxy.dtype.torch_dtype):
+            raise RuntimeError(
+                f"result type {_torch_type_name(value.dtype)} can't be cast to the desired output type "
+                f"{_torch_type_name(proxy.dtype)}"
+            )
+        value = prims.convert_element_type(value, proxy.dtype)
+    if value.shape != proxy.shape:
+        from thunder.core.promotion import broadcast_shapes
+
+        try:
+            broadcast = broadcast_shapes(value.shape, proxy.shape)
+        except Exception:  # noqa: BLE001 -- reported as eager reports it
+            broadcast = None
+        if broadcast != proxy.shape:
+            raise RuntimeError(
+                f"output with shape {list(proxy.shape)} doesn't match the broadcast shape "
+                f"{list(broadcast or value.shape)}"
+            )
+        offset = proxy.ndim - value.ndim
+        value = prims.broadcast_in_dim(value, proxy.shape, tuple(range(offset, proxy.ndim)))
+    return value
+
+
+def _torch_type_name(dtype: dtypes.dtype) -> str:
+    names = {torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16",
+             torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char",
+             torch.uint8: "Byte", torch.bool: "Bool"}  # fmt: skip
+    return names.get(dtype.torch_dtype, str(dtype.torch_dtype))
+
+
+# ---------------------------------------------------------------------------------------------
+# The epilogue
+
+
+def _copy_into(destination: torch.Tensor, value: torch.Tensor) -> None:
+    with torch.no_grad():
+        destination.copy_(value)
+
+
+def _copy_meta(destination: TensorProxy, value: TensorProxy) -> None:
+    return None
+
+
+def _torch_executor() -> Any:
+    from thunder.core.executor import get_executor
+
+    return get_executor("torch")
+
+
+_copy_symbol: Symbol | None = None
+
+
+def copy_symbol() -> Symbol:
+    """``inplace.copy_(destination, value)``: the epilogue's write into a real tensor, run by PyTorch."""
+    global _copy_symbol
+    if _copy_symbol is None:
+        _copy_symbol = Symbol(
+            name="copy_",
+            id="inplace.copy_",
+            meta=_copy_meta,
+            module="inplace",
+            fn=_copy_into,
+            executor=_torch_executor(),
+            tags=frozenset({"side_effect"}),
+        )
+    return _copy_symbol
+
+
+copy_ = _copy_into  # what ``inplace.copy_`` names in a printed trace
+
+
+def finish(trace: Trace, output: Any) -> Any:
+    """Close a trace's mutations: the output's current values, and the epilogue's copies recorded.
+
+    Call it inside the trace's context, just before recording its return.
+    """
+    mutations = trace.mutations
+    if mutations is None:
+        return output
+    output = mutations.resolve(output)
+    for destination, value in mutations.mutated_inputs():
+        # recorded directly: calling the symbol would replace ``destination`` by its current value
+        trace.record(BoundSymbol(copy_symbol(), (destination, value), {}, None, (), grad_enabled=False))
+    return output

@@ -1,0 +1,197 @@
+"""Activation functions of ``torch.nn.functional``, each a short elementwise decomposition.
+
+Half-precision inputs are computed in float32 and rounded once at the end, as PyTorch's kernels do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from thunder.core import dtypes
+from thunder.core.proxies import TensorProxy
+from thunder.torch import elementwise as ew
+from thunder.torch import shape
+from thunder.torch.nn import no_inplace, sigmoid, softmax
+from thunder.torch.registry import torchsymbol
+from thunder.torch.nn_common import in_float, narrow
+from thunder.torch.utils import canonical_dim, to_dtype
+
+ELEMENTWISE = frozenset({"elementwise"})
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _elu_core(x: TensorProxy, alpha: float, scale: float, input_scale: float) -> TensorProxy:
+    negative = ew.mul(ew.expm1(ew.mul(x, input_scale)), alpha * scale)
+    return ew.where(ew.gt(x, 0), ew.mul(x, scale), negative)
+
+
+@torchsymbol(F.elu, tags=ELEMENTWISE)
+def elu(a: TensorProxy, alpha: float = 1.0, inplace: bool = False) -> TensorProxy:
+    no_inplace("elu", inplace)
+    return in_float(a, lambda x: _elu_core(x, alpha, 1.0, 1.0))
+
+
+@torchsymbol(F.celu, torch.celu, tags=ELEMENTWISE)
+def celu(a: TensorProxy, alpha: float = 1.0, inplace: bool = False) -> TensorProxy:
+    no_inplace("celu", inplace)
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return in_float(a, lambda x: _elu_core(x, alpha, 1.0, 1.0 / alpha))
+
+
+@torchsymbol(F.selu, torch.selu, tags=ELEMENTWISE)
+def selu(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+    no_inplace("selu", inplace)
+    return in_float(a, lambda x: _elu_core(x, _SELU_ALPHA, _SELU_SCALE, 1.0))
+
+
+@torchsymbol(F.leaky_relu, tags=ELEMENTWISE)
+def leaky_relu(a: TensorProxy, negative_slope: float = 0.01, inplace: bool = False) -> TensorProxy:
+    no_inplace("leaky_relu", inplace)
+    return in_float(a, lambda x: ew.where(ew.gt(x, 0), x, ew.mul(x, negative_slope)))
+
+
+def _clamp(x: TensorProxy, low: float, high: float) -> TensorProxy:
+    """Clamp that keeps NaN, as torch.clamp does."""
+    return ew.where(ew.lt(x, low), low, ew.where(ew.gt(x, high), high, x))
+
+
+@torchsymbol(F.hardtanh, tags=ELEMENTWISE)
+def hardtanh(a: TensorProxy, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> TensorProxy:
+    no_inplace("hardtanh", inplace)
+    if a.dtype is dtypes.bool8:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        min_val, max_val = int(min_val), int(max_val)
+    return _clamp(a, min_val, max_val)
+
+
+@torchsymbol(F.relu6, tags=ELEMENTWISE)
+def relu6(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+    no_inplace("relu6", inplace)
+    return hardtanh(a, 0.0, 6.0)
+
+
+@torchsymbol(F.hardsigmoid, tags=ELEMENTWISE)
+def hardsigmoid(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+    no_inplace("hardsigmoid", inplace)
+    return in_float(a, lambda x: ew.true_divide(_clamp(ew.add(x, 3.0), 0.0, 6.0), 6.0))
+
+
+@torchsymbol(F.hardswish, tags=ELEMENTWISE)
+def hardswish(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+    no_inplace("hardswish", inplace)
+    return in_float(a, lambda x: ew.mul(x, ew.true_divide(_clamp(ew.add(x, 3.0), 0.0, 6.0), 6.0)))
+
+
+@torchsymbol(F.hardshrink, torch.Tensor.hardshrink, method="hardshrink", tags=ELEMENTWISE)
+def hardshrink(a: TensorProxy, lambd: float = 0.5) -> TensorProxy:
+    inside = ew.bitwise_and(ew.ge(a, -lambd), ew.le(a, lambd))
+    return ew.where(inside, 0.0, a)
+
+
+@torchsymbol(F.softshrink, tags=ELEMENTWISE)
+def softshrink(a: TensorProxy, lambd: float = 0.5) -> TensorProxy:
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+
+    def body(x: TensorProxy) -> TensorProxy:
+        shrunk = ew.where(ew.gt(x, lambd), ew.sub(x, lambd), ew.where(ew.lt(x, -lambd), ew.add(x, lambd), 0.0))
+        return ew.where(ew.isnan(x), x, shrunk)
+
+    return in_float(a, body)
+
+
+@torchsymbol(F.tanhshrink, tags=ELEMENTWISE)
+def tanhshrink(a: TensorProxy) -> TensorProxy:
+    return in_float(a, lambda x: ew.sub(x, ew.tanh(x)))
+
+
+def _softplus(x: TensorProxy, beta: float, threshold: float) -> TensorProxy:
+    scaled = ew.mul(x, beta) if beta != 1 else x
+    smooth = ew.log1p(ew.exp(scaled))
+    smooth = ew.true_divide(smooth, beta) if beta != 1 else smooth
+    return ew.where(ew.gt(scaled, threshold), x, smooth)
+
+
+@torchsymbol(F.softplus, tags=ELEMENTWISE)
+def softplus(a: TensorProxy, beta: float = 1.0, threshold: float = 20.0) -> TensorProxy:
+    return in_float(a, lambda x: _softplus(x, beta, threshold))
+
+
+@torchsymbol(F.softsign, tags=ELEMENTWISE)
+def softsign(a: TensorProxy) -> TensorProxy:
+    return in_float(a, lambda x: ew.true_divide(x, ew.add(ew.abs(x), 1)))
+
+
+@torchsymbol(F.logsigmoid, tags=ELEMENTWISE)
+def logsigmoid(a: TensorProxy) -> TensorProxy:
+    def body(x: TensorProxy) -> TensorProxy:
+        return ew.sub(ew.where(ew.lt(x, 0), x, 0.0), ew.log1p(ew.exp(ew.neg(ew.abs(x)))))
+
+    return in_float(a, body)
+
+
+@torchsymbol(F.mish, tags=ELEMENTWISE)
+def mish(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+    no_inplace("mish", inplace)
+    return in_float(a, lambda x: ew.mul(x, ew.tanh(_softplus(x, 1.0, 20.0))))
+
+
+@torchsymbol(F.silu, tags=ELEMENTWISE)
+def silu(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+    no_inplace("silu", inplace)
+    return in_float(a, lambda x: ew.mul(x, sigmoid(x)))
+
+
+@torchsymbol(F.threshold, torch.threshold, tags=ELEMENTWISE)
+def threshold(a: TensorProxy, threshold: float, value: float, inplace: bool = False) -> TensorProxy:
+    no_inplace("threshold", inplace)
+    return ew.where(ew.gt(a, threshold), a, value)
+
+
+@torchsymbol(F.rrelu, torch.rrelu, tags=ELEMENTWISE)
+def rrelu(a: TensorProxy, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0, training: bool = False,
+          inplace: bool = False) -> TensorProxy:  # fmt: skip
+    no_inplace("rrelu", inplace)
+    if training:
+        raise NotImplementedError("rrelu with training=True (random slopes) is not supported by thunder yet")
+    return leaky_relu(a, (lower + upper) / 2)
+
+
+@torchsymbol(F.prelu, torch.prelu, torch.Tensor.prelu, method="prelu")
+def prelu(a: TensorProxy, weight: TensorProxy) -> TensorProxy:
+    channels = a.shape[1] if a.ndim >= 2 else 1
+    if weight.numel() not in (1, channels):
+        raise RuntimeError(
+            f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {weight.numel()} "
+            f"and channel size = {channels}."
+        )
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
+    if weight.numel() == 1 or a.ndim < 2:
+        slope = shape.reshape(weight, ())
+    else:
+        slope = shape.reshape(weight, (channels,) + (1,) * (a.ndim - 2))
+    return ew.where(ew.gt(a, 0), a, ew.mul(slope, a))
+
+
+@torchsymbol(F.glu)
+def glu(a: TensorProxy, dim: int = -1) -> TensorProxy:
+    if a.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = canonical_dim(dim, a.ndim)
+    if a.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {a.shape[d]}")
+    half = a.shape[d] // 2
+    return in_float(a, lambda x: ew.mul(narrow(x, d, 0, half), sigmoid(narrow(x, d, half, half))))
+
+
+@torchsymbol(F.softmin)
+def softmin(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
+    negated = ew.neg(to_dtype(a, dtypes.to_dtype(dtype)) if dtype is not None else a)
+    return softmax(negated, dim, dtype=dtype)

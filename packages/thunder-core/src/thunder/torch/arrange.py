@@ -1,0 +1,275 @@
+"""Shape ops that rearrange or replicate elements: flip, roll, repeat, tile, tril/triu, diag, stacks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from thunder.core import dtypes, prims
+from thunder.core.proxies import TensorProxy
+from thunder.torch.registry import torchsymbol
+from thunder.torch.shape import _shape_arg, cat, reshape, stack, transpose
+from thunder.torch.utils import canonical_dim
+from thunder.torch.views import _slice_dim, atleast_1d, atleast_2d, atleast_3d, diagonal, movedim
+
+SHAPE = frozenset({"shape"})
+
+
+def _zero(a: TensorProxy) -> Any:
+    return False if a.dtype is dtypes.bool8 else 0
+
+
+@torchsymbol(torch.flip, torch.Tensor.flip, method="flip", tags=SHAPE)
+def flip(a: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
+    dims = _shape_arg(args) if args else tuple(kwargs.pop("dims"))
+    if kwargs:
+        raise TypeError(f"flip() got unexpected keyword arguments {sorted(kwargs)}")
+    flipped = tuple(canonical_dim(d, a.ndim) for d in dims)
+    if len(set(flipped)) != len(flipped):
+        raise RuntimeError("dims has duplicates")
+    flipped = tuple(d for d in flipped if a.ndim and a.shape[d] > 1)
+    return prims.flip(a, flipped) if flipped else a
+
+
+@torchsymbol(torch.fliplr, torch.Tensor.fliplr, method="fliplr", tags=SHAPE)
+def fliplr(a: TensorProxy) -> TensorProxy:
+    if a.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(a, (1,))
+
+
+@torchsymbol(torch.flipud, torch.Tensor.flipud, method="flipud", tags=SHAPE)
+def flipud(a: TensorProxy) -> TensorProxy:
+    if a.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(a, (0,))
+
+
+@torchsymbol(torch.roll, torch.Tensor.roll, method="roll", tags=SHAPE)
+def roll(a: TensorProxy, shifts: Any, dims: Any = None) -> TensorProxy:
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if dims is None or (isinstance(dims, Sequence) and len(dims) == 0):
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
+        return reshape(roll(reshape(a, (a.numel(),)), shifts, 0), a.shape)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
+    result = a
+    for shift, dim in zip(shifts, dims):
+        d = canonical_dim(dim, a.ndim)
+        size = a.shape[d] if a.ndim else 1
+        s = shift % size if size else 0
+        if s and a.ndim:
+            result = prims.cat([_slice_dim(result, d, size - s, size), _slice_dim(result, d, 0, size - s)], d)
+    return result
+
+
+@torchsymbol(torch.rot90, torch.Tensor.rot90, method="rot90", tags=SHAPE)
+def rot90(a: TensorProxy, k: int = 1, dims: Sequence[int] = (0, 1)) -> TensorProxy:
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if a.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {a.ndim}")
+    d0, d1 = canonical_dim(dims[0], a.ndim), canonical_dim(dims[1], a.ndim)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return transpose(flip(a, (d1,)), d0, d1)
+    if k == 2:
+        return flip(a, (d0, d1))
+    if k == 3:
+        return transpose(flip(a, (d0,)), d0, d1)
+    return a
+
+
+@torchsymbol(torch.Tensor.repeat, method="repeat", tags=SHAPE)
+def repeat(a: TensorProxy, *sizes: Any) -> TensorProxy:
+    repeats = _shape_arg(sizes)
+    if len(repeats) < a.ndim:
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+        )
+    if any(r < 0 for r in repeats):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(repeats)}")
+    shape = (1,) * (len(repeats) - a.ndim) + a.shape
+    # (s0, s1, ...) -> (1, s0, 1, s1, ...) -> (r0, s0, r1, s1, ...) -> (r0 * s0, r1 * s1, ...)
+    interleaved = prims.reshape(a, tuple(x for s in shape for x in (1, s)))
+    target = tuple(x for r, s in zip(repeats, shape) for x in (r, s))
+    expanded = prims.broadcast_in_dim(interleaved, target, tuple(range(len(target))))
+    return prims.reshape(expanded, tuple(r * s for r, s in zip(repeats, shape)))
+
+
+@torchsymbol(torch.tile, torch.Tensor.tile, method="tile", tags=SHAPE)
+def tile(a: TensorProxy, dims: Sequence[int]) -> TensorProxy:
+    dims = tuple(dims)
+    return repeat(a, (1,) * (a.ndim - len(dims)) + dims)
+
+
+@torchsymbol(torch.repeat_interleave, torch.Tensor.repeat_interleave, method="repeat_interleave", tags=SHAPE)
+def repeat_interleave(a: TensorProxy, repeats: Any = None, dim: int | None = None, *,
+                      output_size: int | None = None) -> TensorProxy:  # fmt: skip
+    if not isinstance(repeats, int):
+        raise NotImplementedError(
+            "repeat_interleave with repeats in a tensor has a data-dependent shape, which thunder does not support"
+        )
+    if repeats < 0:
+        raise RuntimeError("repeats can not be negative")
+    if dim is None:
+        a, d = reshape(a, (a.numel(),)), 0
+    else:
+        d = canonical_dim(dim, a.ndim)
+        if a.ndim == 0:
+            a = reshape(a, (1,))
+    shape = a.shape[: d + 1] + (repeats,) + a.shape[d + 1 :]
+    kept = tuple(i if i <= d else i + 1 for i in range(a.ndim))
+    expanded = prims.broadcast_in_dim(a, shape, kept)
+    return prims.reshape(expanded, a.shape[:d] + (a.shape[d] * repeats,) + a.shape[d + 1 :])
+
+
+def _triangle(a: TensorProxy, diagonal: int, lower: bool) -> TensorProxy:
+    if a.ndim < 2:
+        raise RuntimeError(f"{'tril' if lower else 'triu'}: input tensor must have at least 2 dimensions")
+    rows, cols = a.shape[-2:]
+    row = prims.broadcast_in_dim(prims.iota(rows, start=0, step=1, device=a.device, dtype=dtypes.int64),
+                                 (rows, cols), (0,))  # fmt: skip
+    col = prims.broadcast_in_dim(prims.iota(cols, start=0, step=1, device=a.device, dtype=dtypes.int64),
+                                 (rows, cols), (1,))  # fmt: skip
+    offset = prims.sub(col, row)
+    keep = prims.le(offset, diagonal) if lower else prims.ge(offset, diagonal)
+    keep = prims.broadcast_in_dim(keep, a.shape, (a.ndim - 2, a.ndim - 1))
+    return prims.where(keep, a, _zero(a))
+
+
+@torchsymbol(torch.tril, torch.Tensor.tril, method="tril", tags=SHAPE)
+def tril(a: TensorProxy, diagonal: int = 0) -> TensorProxy:
+    return _triangle(a, diagonal, lower=True)
+
+
+@torchsymbol(torch.triu, torch.Tensor.triu, method="triu", tags=SHAPE)
+def triu(a: TensorProxy, diagonal: int = 0) -> TensorProxy:
+    return _triangle(a, diagonal, lower=False)
+
+
+@torchsymbol(torch.diag_embed, torch.Tensor.diag_embed, method="diag_embed", tags=SHAPE)
+def diag_embed(a: TensorProxy, offset: int = 0, dim1: int = -2, dim2: int = -1) -> TensorProxy:
+    ndim = a.ndim + 1
+    d1, d2 = canonical_dim(dim1, ndim), canonical_dim(dim2, ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = a.shape[-1] if a.ndim else 1
+    a = a if a.ndim else reshape(a, (1,))
+    size = n + abs(offset)
+    batch = a.shape[:-1]
+    if offset:
+        zeros = prims.full(batch + (abs(offset),), _zero(a), device=a.device, dtype=a.dtype)
+        a = prims.cat([a, zeros], a.ndim - 1)
+    # element (i, j) of each matrix is a[i] (offset >= 0) or a[j] (offset < 0) where j - i == offset
+    square = batch + (size, size)
+    values = prims.broadcast_in_dim(
+        a, square, tuple(range(len(batch))) + ((len(batch),) if offset >= 0 else (len(batch) + 1,))
+    )
+    row = prims.broadcast_in_dim(prims.iota(size, start=0, step=1, device=a.device, dtype=dtypes.int64),
+                                 (size, size), (0,))  # fmt: skip
+    col = prims.broadcast_in_dim(prims.iota(size, start=0, step=1, device=a.device, dtype=dtypes.int64),
+                                 (size, size), (1,))  # fmt: skip
+    on_diagonal = prims.broadcast_in_dim(prims.eq(prims.sub(col, row), offset), square,
+                                         (len(batch), len(batch) + 1))  # fmt: skip
+    matrices = prims.where(on_diagonal, values, _zero(a))
+    return movedim(matrices, (-2, -1), (d1, d2))
+
+
+@torchsymbol(torch.diag, torch.Tensor.diag, method="diag", tags=SHAPE)
+def diag(a: TensorProxy, diagonal: int = 0) -> TensorProxy:
+    if a.ndim == 1:
+        return diag_embed(a, diagonal, 0, 1)
+    if a.ndim == 2:
+        return _diagonal(a, diagonal)
+    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{a.ndim}D")
+
+
+def _diagonal(a: TensorProxy, offset: int) -> TensorProxy:
+    return diagonal(a, offset, 0, 1)
+
+
+@torchsymbol(torch.diagflat, torch.Tensor.diagflat, method="diagflat", tags=SHAPE)
+def diagflat(a: TensorProxy, offset: int = 0) -> TensorProxy:
+    return diag_embed(reshape(a, (a.numel(),)), offset, 0, 1)
+
+
+@torchsymbol(torch.meshgrid, tags=SHAPE)
+def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[TensorProxy, ...]:
+    if len(tensors) == 1 and not isinstance(tensors[0], TensorProxy):
+        tensors = tuple(tensors[0])
+    indexing = indexing or "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of 'xy' or 'ij', but received: {indexing}")
+    for x in tensors:
+        if x.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {x.ndim}D")
+    swap = indexing == "xy" and len(tensors) >= 2
+    ordered = (tensors[1], tensors[0], *tensors[2:]) if swap else tensors
+    shape = tuple(x.numel() for x in ordered)
+    grids = [prims.broadcast_in_dim(reshape(x, (x.numel(),)), shape, (i,)) for i, x in enumerate(ordered)]
+    return (grids[1], grids[0], *grids[2:]) if swap else tuple(grids)
+
+
+def _as_list(tensors: Any) -> list[TensorProxy]:
+    return [tensors] if isinstance(tensors, TensorProxy) else list(tensors)
+
+
+@torchsymbol(torch.hstack, tags=SHAPE)
+def hstack(tensors: Sequence[TensorProxy]) -> TensorProxy:
+    items = [atleast_1d(x) for x in _as_list(tensors)]
+    return cat(items, 0 if items[0].ndim == 1 else 1)
+
+
+@torchsymbol(torch.vstack, torch.row_stack, tags=SHAPE)
+def vstack(tensors: Sequence[TensorProxy]) -> TensorProxy:
+    return cat([atleast_2d(x) for x in _as_list(tensors)], 0)
+
+
+@torchsymbol(torch.dstack, tags=SHAPE)
+def dstack(tensors: Sequence[TensorProxy]) -> TensorProxy:
+    return cat([atleast_3d(x) for x in _as_list(tensors)], 2)
+
+
+@torchsymbol(torch.column_stack, tags=SHAPE)
+def column_stack(tensors: Sequence[TensorProxy]) -> TensorProxy:
+    items = [reshape(x, (x.numel(), 1)) if x.ndim <= 1 else x for x in _as_list(tensors)]
+    return cat(items, 1)
+
+
+@torchsymbol(torch.cartesian_prod, tags=SHAPE)
+def cartesian_prod(*tensors: TensorProxy) -> TensorProxy:
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([reshape(g, (g.numel(),)) for g in grids], 1)
+
+
+@torchsymbol(torch.block_diag, tags=SHAPE)
+def block_diag(*tensors: TensorProxy) -> TensorProxy:
+    from thunder.core.promotion import promote_dtypes
+
+    matrices = [reshape(x, (1, x.numel())) if x.ndim <= 1 else x for x in tensors]
+    if any(m.ndim != 2 for m in matrices):
+        raise RuntimeError("torch.block_diag: Input tensors must have 2 or fewer dimensions")
+    dtype = matrices[0].dtype
+    for m in matrices[1:]:
+        dtype = promote_dtypes(dtype, m.dtype)
+    width = sum(m.shape[1] for m in matrices)
+    rows, left = [], 0
+    for m in matrices:
+        parts = []
+        if left:
+            parts.append(prims.full((m.shape[0], left), 0, device=m.device, dtype=dtype))
+        parts.append(prims.convert_element_type(m, dtype) if m.dtype is not dtype else m)
+        right = width - left - m.shape[1]
+        if right:
+            parts.append(prims.full((m.shape[0], right), 0, device=m.device, dtype=dtype))
+        rows.append(prims.cat(parts, 1) if len(parts) > 1 else parts[0])
+        left += m.shape[1]
+    return prims.cat(rows, 0)

@@ -1,0 +1,272 @@
+"""In-place and ``out=`` forms of the torch language, functionalized (see ``thunder.core.inplace``).
+
+Every in-place form maps to an out-of-place one, from tables:
+
+- tensor methods ``x.foo_(...)`` (and ``x += y`` through ``__iadd__``): the method ``foo``, then the
+  result is written into ``x``; ``IN_PLACE_METHODS`` lists the exceptions (``copy_``, ``zero_``,
+  ``fill_``, the random fills) and ``SHAPE_CHANGING`` the ones that cannot be functionalized;
+- functions ``torch.foo_``, ``F.foo_``: the function ``foo``;
+- ``out=`` and ``inplace=True`` arguments: the call without them, written into ``out`` / the input;
+- ``x[key] = v``: a view ``x[key]`` (basic indexing) written with ``v``, or ``index_put`` for
+  advanced indices;
+- ``F.batch_norm`` in training mode with running statistics: the normalization without them, plus
+  the running-statistics update written into the buffers (under no_grad, as eager does).
+
+An out-of-place form thunder has no symbol for runs as a fallback (``thunder.core.fallback``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from thunder.core import dtypes, fallback
+from thunder.core.inplace import mutate
+from thunder.core.proxies import TensorProxy, register_tensor_method, tensor_method
+from thunder.core.pytree import tree_leaves
+from thunder.torch.registry import symbol_for
+
+__all__ = ["torch_lookaside", "setitem", "IN_PLACE_METHODS", "SHAPE_CHANGING"]
+
+
+def _functional(torch_fn: Any) -> Callable:
+    """The thunder symbol of ``torch_fn``, or its fallback."""
+    symbol = symbol_for(torch_fn)
+    if symbol is not None:
+        return symbol
+    return lambda *args, **kwargs: fallback.call(torch_fn, args, kwargs)
+
+
+def _method(name: str) -> Callable:
+    """The proxy method ``name`` (from the torch language), else the fallback of ``torch.Tensor.name``."""
+    try:
+        return tensor_method(name)
+    except NotImplementedError:
+        torch_fn = getattr(torch.Tensor, name, None)
+        if torch_fn is None:
+            raise
+        return _functional(torch_fn)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor methods
+
+
+def _fill(a: TensorProxy, value: Any) -> Any:
+    if isinstance(value, TensorProxy) and value.ndim != 0:
+        raise RuntimeError(
+            f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+        )
+    return value
+
+
+def _random_fill(name: str) -> Callable:
+    """``x.uniform_(...)`` as a fallback of ``torch.empty_like(x).uniform_(...)``: reads no input."""
+
+    def fresh(a: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        return getattr(torch.empty_like(a), name)(*args, **kwargs)
+
+    fresh.__name__ = fresh.__qualname__ = f"random_{name.rstrip('_')}"
+    fresh.__module__ = __name__
+    globals()[fresh.__name__] = fresh
+    return lambda a, *args, **kwargs: fallback.call(fresh, (a, *args), kwargs)
+
+
+# in-place method -> the value it writes, when that is not ``x.<name without _>(...)``
+IN_PLACE_METHODS: dict[str, Callable[..., Any]] = {
+    "copy_": lambda a, src, non_blocking=False: src,
+    "zero_": lambda a: 0,
+    "fill_": _fill,
+    **{name: _random_fill(name) for name in (
+        "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_", "random_"
+    )},
+}  # fmt: skip
+# In-place methods that change a tensor's shape or its autograd state, not its values.
+SHAPE_CHANGING = frozenset({
+    "unsqueeze_", "squeeze_", "transpose_", "t_", "swapaxes_", "swapdims_", "resize_", "resize_as_",
+    "as_strided_", "set_", "detach_", "requires_grad_", "share_memory_", "retain_grad",
+})  # fmt: skip
+
+
+def _in_place_method(name: str) -> Callable:
+    special = IN_PLACE_METHODS.get(name)
+
+    def method(a: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
+        if name in SHAPE_CHANGING:
+            raise NotImplementedError(
+                f"Tensor.{name} changes the tensor's shape or autograd state in place, which thunder's "
+                f"functional traces cannot express; use the out-of-place {name.rstrip('_')}() instead"
+            )
+        value = special(a, *args, **kwargs) if special is not None else _method(name[:-1])(a, *args, **kwargs)
+        return mutate(a, value)
+
+    method.__name__ = name
+    return method
+
+
+def _in_place_method_names() -> list[str]:
+    names = [n for n in dir(torch.Tensor) if n.endswith("_") and not n.startswith("_")]
+    return sorted(set(names) | set(IN_PLACE_METHODS) | SHAPE_CHANGING)
+
+
+for _name in _in_place_method_names():
+    register_tensor_method(_name, _in_place_method(_name))
+
+
+# ---------------------------------------------------------------------------------------------
+# x[key] = value
+
+
+def _is_basic_key(key: Any) -> bool:
+    keys = key if isinstance(key, tuple) else (key,)
+    return all(
+        k is None or k is Ellipsis or (isinstance(k, (int, slice)) and not isinstance(k, bool)) for k in keys
+    )
+
+
+def setitem(a: TensorProxy, key: Any, value: Any) -> None:
+    if _is_basic_key(key):
+        mutate(tensor_method("getitem")(a, key), value)
+        return
+    if (
+        isinstance(key, TensorProxy)
+        and key.dtype is dtypes.bool8
+        and key.shape == a.shape
+        and not _is_tensor(value)
+    ):
+        mutate(a, tensor_method("masked_fill")(a, key, value))
+        return
+    try:
+        index_put = tensor_method("index_put")
+    except NotImplementedError:
+        index_put = _functional(torch.Tensor.index_put)
+    keys = key if isinstance(key, tuple) else (key,)
+    if not all(isinstance(k, TensorProxy) for k in keys):
+        raise NotImplementedError(
+            "assigning into a tensor with a mix of tensor and slice indices (x[idx, 1:] = v) is not "
+            "supported by thunder yet; use index_put or index_copy"
+        )
+    if not isinstance(value, TensorProxy):
+        value = tensor_method("new_full")(a, (), value) if _has_method("new_full") else value
+    mutate(a, index_put(a, keys, value))
+
+
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, TensorProxy) and x.ndim > 0
+
+
+def _has_method(name: str) -> bool:
+    try:
+        tensor_method(name)
+    except NotImplementedError:
+        return False
+    return True
+
+
+register_tensor_method("setitem", setitem)
+
+
+# ---------------------------------------------------------------------------------------------
+# torch callables: in-place functions, out= and inplace= arguments, side effects
+
+
+def _write_result(destination: Any, result: Any) -> Any:
+    for target, value in zip(tree_leaves(destination), tree_leaves(result)):
+        if target.shape != getattr(value, "shape", target.shape):
+            raise NotImplementedError(
+                f"out= of shape {list(target.shape)} for a result of shape {list(value.shape)}: eager resizes "
+                "out, which thunder cannot express; pass an out tensor of the result's shape"
+            )
+        mutate(target, value)
+    return destination
+
+
+@functools.cache
+def _signature(fn: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def _with_out_and_inplace(torch_fn: Any, functional: Callable) -> Callable:
+    """``functional`` that also takes ``out=`` (the result is written into it) and ``inplace=True``."""
+    signature = _signature(torch_fn)
+    takes_inplace = signature is not None and "inplace" in signature.parameters
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("out") is not None:
+            kwargs = dict(kwargs)
+            out = kwargs.pop("out")
+            return _write_result(out, functional(*args, **kwargs))
+        if takes_inplace and signature is not None:
+            bound = signature.bind(*args, **kwargs)
+            if bound.arguments.get("inplace"):
+                del bound.arguments["inplace"]
+                first = next(iter(bound.arguments.values()))
+                return mutate(first, functional(*bound.args, **bound.kwargs))
+        return functional(*args, **kwargs)
+
+    return call
+
+
+def _in_place_function(torch_fn: Any) -> Callable | None:
+    """``torch.relu_`` -> ``torch.relu`` written into the first argument (likewise in F and Tensor)."""
+    name = getattr(torch_fn, "__name__", "")
+    if not name.endswith("_") or name.startswith("_"):
+        return None
+    if getattr(torch_fn, "__objclass__", None) in (torch.Tensor, torch._C.TensorBase):
+        return tensor_method(name) if name in IN_PLACE_METHODS or hasattr(torch.Tensor, name) else None
+    for namespace in (torch, F):
+        if getattr(namespace, name, None) is torch_fn and getattr(namespace, name[:-1], None) is not None:
+            functional = _functional(getattr(namespace, name[:-1]))
+            return lambda a, *args, **kwargs: mutate(a, functional(a, *args, **kwargs))
+    return None
+
+
+def _batch_norm(
+    input: Any,
+    running_mean: Any,
+    running_var: Any,
+    weight: Any = None,
+    bias: Any = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Any:
+    """F.batch_norm; in training mode the running statistics are updated in place, as in eager."""
+    functional = _functional(F.batch_norm)
+    if not training or (running_mean is None and running_var is None):
+        return functional(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    if running_mean is None or running_var is None:
+        raise NotImplementedError(
+            "F.batch_norm in training mode with only one of running_mean and running_var"
+        )
+    from thunder.torch.normalization import batch_norm_running_stats
+
+    with torch.no_grad():  # eager updates the statistics outside autograd
+        new_mean, new_var = batch_norm_running_stats(input, running_mean, running_var, momentum)
+        mutate(running_mean, new_mean)
+        mutate(running_var, new_var)
+    return functional(input, None, None, weight, bias, True, momentum, eps)
+
+
+_SIDE_EFFECTS: dict[Any, Callable] = {F.batch_norm: _batch_norm}
+
+
+def torch_lookaside(torch_fn: Any) -> Callable | None:
+    """What the frontend calls instead of ``torch_fn``: None when this module has nothing to add."""
+    try:
+        special = _SIDE_EFFECTS.get(torch_fn)
+    except TypeError:  # unhashable: not a torch function
+        return None
+    if special is not None:
+        return special
+    symbol = symbol_for(torch_fn)
+    if symbol is not None:
+        return _with_out_and_inplace(torch_fn, symbol)
+    return _in_place_function(torch_fn)

@@ -1,0 +1,257 @@
+"""Losses of ``torch.nn.functional`` beyond nll and cross entropy (those live in ``nn.py``).
+
+Each is an elementwise loss followed by the shared reduction; half-precision inputs compute in
+float32. Arguments are checked as eagerly as PyTorch checks them, so a bad call raises here too.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch.nn.functional as F
+from thunder.core import dtypes
+from thunder.core.promotion import result_dtype
+from thunder.core.proxies import TensorProxy
+from thunder.torch import elementwise as ew
+from thunder.torch import reductions
+from thunder.torch.activations import logsigmoid
+from thunder.torch.nn import legacy_reduction, reduce_loss
+from thunder.torch.nn_common import computation_dtype
+from thunder.torch.normalization import pairwise_distance
+from thunder.torch.registry import torchsymbol
+from thunder.torch.utils import broadcast, to_dtype
+
+
+def _floats(*tensors: Any) -> tuple[list[Any], dtypes.dtype]:
+    """The tensors broadcast together in their computation dtype, and the result dtype."""
+    dtype = result_dtype(*tensors)
+    compute = computation_dtype(dtype)
+    return [to_dtype(t, compute) for t in broadcast(*tensors)], dtype
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _weighted(name: str, losses: TensorProxy, a: TensorProxy, weight: TensorProxy | None, reduction: str,
+              mean_by_weight: bool, dtype: dtypes.dtype) -> TensorProxy:  # fmt: skip
+    _check_reduction(reduction)
+    if weight is None:
+        return to_dtype(reduce_loss(losses, reduction), dtype)
+    if weight.shape != a.shape:
+        raise ValueError("Weights and input must have the same size.")
+    weighted = ew.mul(losses, to_dtype(weight, losses.dtype))
+    if reduction == "mean" and mean_by_weight:
+        return to_dtype(ew.true_divide(reductions.sum(weighted), reductions.sum(to_dtype(weight, losses.dtype))), dtype)
+    return to_dtype(reduce_loss(weighted, reduction), dtype)
+
+
+@torchsymbol(F.mse_loss)
+def mse_loss(a: TensorProxy, target: TensorProxy, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+             weight: TensorProxy | None = None) -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    (x, y), dtype = _floats(a, target)
+    difference = ew.sub(x, y)
+    return _weighted("mse_loss", ew.mul(difference, difference), a, weight, reduction, True, dtype)
+
+
+@torchsymbol(F.l1_loss)
+def l1_loss(a: TensorProxy, target: TensorProxy, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+            weight: TensorProxy | None = None) -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    (x, y), dtype = _floats(a, target)
+    return _weighted("l1_loss", ew.abs(ew.sub(x, y)), a, weight, reduction, True, dtype)
+
+
+@torchsymbol(F.smooth_l1_loss)
+def smooth_l1_loss(a: TensorProxy, target: TensorProxy, size_average: Any = None, reduce: Any = None,
+                   reduction: str = "mean", beta: float = 1.0) -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    (x, y), dtype = _floats(a, target)
+    distance = ew.abs(ew.sub(x, y))
+    if beta == 0:
+        losses = distance
+    else:
+        quadratic = ew.true_divide(ew.mul(ew.mul(distance, distance), 0.5), beta)
+        losses = ew.where(ew.lt(distance, beta), quadratic, ew.sub(distance, 0.5 * beta))
+    return _weighted("smooth_l1_loss", losses, a, None, reduction, False, dtype)
+
+
+@torchsymbol(F.huber_loss)
+def huber_loss(a: TensorProxy, target: TensorProxy, reduction: str = "mean", delta: float = 1.0,
+               weight: TensorProxy | None = None) -> TensorProxy:  # fmt: skip
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    (x, y), dtype = _floats(a, target)
+    distance = ew.abs(ew.sub(x, y))
+    quadratic = ew.mul(ew.mul(distance, distance), 0.5)
+    losses = ew.where(ew.lt(distance, delta), quadratic, ew.mul(ew.sub(distance, 0.5 * delta), delta))
+    return _weighted("huber_loss", losses, a, weight, reduction, False, dtype)
+
+
+@torchsymbol(F.binary_cross_entropy)
+def binary_cross_entropy(a: TensorProxy, target: TensorProxy, weight: TensorProxy | None = None, size_average: Any = None,
+                         reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if target.shape != a.shape:
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({a.shape}) is deprecated.")
+    _check_reduction(reduction)
+    compute = computation_dtype(a.dtype)
+    x, y = to_dtype(a, compute), to_dtype(target, compute)
+    # log is clamped at -100 as in eager, so that a probability of exactly 0 or 1 costs a finite amount
+    log_x = ew.where(ew.lt(ew.log(x), -100.0), -100.0, ew.log(x))
+    log_not_x = ew.where(ew.lt(ew.log1p(ew.neg(x)), -100.0), -100.0, ew.log1p(ew.neg(x)))
+    losses = ew.neg(ew.add(ew.mul(y, log_x), ew.mul(ew.sub(1.0, y), log_not_x)))
+    if weight is not None:
+        losses = ew.mul(losses, to_dtype(weight, compute))
+    return to_dtype(reduce_loss(losses, reduction), a.dtype)
+
+
+@torchsymbol(F.binary_cross_entropy_with_logits)
+def binary_cross_entropy_with_logits(a: TensorProxy, target: TensorProxy, weight: TensorProxy | None = None,
+                                     size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                                     pos_weight: TensorProxy | None = None) -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if target.shape != a.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({a.shape})")
+    _check_reduction(reduction)
+    compute = computation_dtype(a.dtype)
+    x, y = to_dtype(a, compute), to_dtype(target, compute)
+    # log(1 + exp(-x)) computed without overflow: max(-x, 0) + log1p(exp(-|x|))
+    softplus_neg = ew.add(ew.where(ew.lt(x, 0), ew.neg(x), 0.0), ew.log1p(ew.exp(ew.neg(ew.abs(x)))))
+    if pos_weight is not None:
+        log_weight = ew.add(ew.mul(ew.sub(to_dtype(pos_weight, compute), 1.0), y), 1.0)
+        softplus_neg = ew.mul(log_weight, softplus_neg)
+    losses = ew.add(ew.mul(ew.sub(1.0, y), x), softplus_neg)
+    if weight is not None:
+        losses = ew.mul(losses, to_dtype(weight, compute))
+    return to_dtype(reduce_loss(losses, reduction), a.dtype)
+
+
+@torchsymbol(F.kl_div)
+def kl_div(a: TensorProxy, target: TensorProxy, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+           log_target: bool = False) -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    (x, y), dtype = _floats(a, target)
+    if log_target:
+        losses = ew.mul(ew.exp(y), ew.sub(y, x))
+    else:
+        # target * log(target) is 0 where the target is 0 (xlogy), NaN where it is negative
+        y_log_y = ew.where(ew.eq(y, 0), 0.0, ew.mul(y, ew.log(y)))
+        losses = ew.sub(y_log_y, ew.mul(y, x))
+    if reduction == "batchmean":
+        total = reductions.sum(losses)
+        return to_dtype(ew.true_divide(total, float(a.shape[0])) if a.ndim else total, dtype)
+    _check_reduction(reduction)
+    return to_dtype(reduce_loss(losses, reduction), dtype)
+
+
+@torchsymbol(F.poisson_nll_loss)
+def poisson_nll_loss(a: TensorProxy, target: TensorProxy, log_input: bool = True, full: bool = False,
+                     size_average: Any = None, eps: float = 1e-8, reduce: Any = None,
+                     reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    (x, y), dtype = _floats(a, target)
+    if log_input:
+        losses = ew.sub(ew.exp(x), ew.mul(y, x))
+    else:
+        losses = ew.sub(x, ew.mul(y, ew.log(ew.add(x, eps))))
+    if full:
+        stirling = ew.add(ew.sub(ew.mul(y, ew.log(y)), y), ew.mul(ew.log(ew.mul(y, 2 * math.pi)), 0.5))
+        losses = ew.add(losses, ew.where(ew.gt(y, 1), stirling, 0.0))
+    return to_dtype(reduce_loss(losses, reduction), dtype)
+
+
+@torchsymbol(F.soft_margin_loss)
+def soft_margin_loss(a: TensorProxy, target: TensorProxy, size_average: Any = None, reduce: Any = None,
+                     reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    (x, y), dtype = _floats(a, target)
+    losses = ew.log1p(ew.exp(ew.neg(ew.mul(y, x))))
+    return to_dtype(reduce_loss(losses, reduction), dtype)
+
+
+@torchsymbol(F.margin_ranking_loss)
+def margin_ranking_loss(a: TensorProxy, b: TensorProxy, target: TensorProxy, margin: float = 0.0,
+                        size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if a.ndim != b.ndim or a.ndim != target.ndim:
+        raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension")
+    _check_reduction(reduction)
+    (x1, x2, y), dtype = _floats(a, b, target)
+    margins = ew.add(ew.neg(ew.mul(y, ew.sub(x1, x2))), margin)
+    return to_dtype(reduce_loss(ew.where(ew.gt(margins, 0), margins, 0.0), reduction), dtype)
+
+
+@torchsymbol(F.hinge_embedding_loss)
+def hinge_embedding_loss(a: TensorProxy, target: TensorProxy, margin: float = 1.0, size_average: Any = None,
+                         reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    (x, y), dtype = _floats(a, target)
+    below_margin = ew.sub(margin, x)
+    below_margin = ew.where(ew.gt(below_margin, 0), below_margin, 0.0)
+    losses = ew.add(ew.where(ew.ne(y, 1), below_margin, 0.0), ew.where(ew.ne(y, -1), x, 0.0))
+    return to_dtype(reduce_loss(losses, reduction), dtype)
+
+
+@torchsymbol(F.cosine_embedding_loss)
+def cosine_embedding_loss(a: TensorProxy, b: TensorProxy, target: TensorProxy, margin: float = 0.0,
+                          size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if a.ndim != b.ndim or a.ndim not in (1, 2) or target.ndim != a.ndim - 1:
+        raise RuntimeError(f"cosine_embedding_loss: 1D target tensor expected with 2D inputs (or 0D with 1D), got {a.ndim}D, {b.ndim}D and {target.ndim}D")
+    if a.shape != b.shape:
+        raise RuntimeError(f"cosine_embedding_loss: input1 and input2 sizes differ: {a.shape} and {b.shape}")
+    dtype = result_dtype(a, b, target)
+    compute = computation_dtype(dtype)
+    x1, x2, y = (to_dtype(t, compute) for t in (a, b, target))
+    dim = a.ndim - 1
+    dot = reductions.sum(ew.mul(x1, x2), dim)
+    squares = ew.mul(ew.add(reductions.sum(ew.mul(x1, x1), dim), 1e-12), ew.add(reductions.sum(ew.mul(x2, x2), dim), 1e-12))
+    cosine = ew.true_divide(dot, ew.sqrt(squares))
+    beyond_margin = ew.sub(cosine, margin)
+    negative = ew.where(ew.gt(beyond_margin, 0), beyond_margin, 0.0)
+    losses = ew.add(ew.where(ew.eq(y, 1), ew.sub(1.0, cosine), 0.0), ew.where(ew.eq(y, -1), negative, 0.0))
+    return to_dtype(reduce_loss(losses, reduction), dtype)
+
+
+@torchsymbol(F.triplet_margin_loss)
+def triplet_margin_loss(anchor: TensorProxy, positive: TensorProxy, negative: TensorProxy, margin: float = 1.0,
+                        p: float = 2, eps: float = 1e-6, swap: bool = False, size_average: Any = None,
+                        reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not (anchor.ndim == positive.ndim == negative.ndim):
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the same number of dimensions")
+    positive_distance = pairwise_distance(anchor, positive, p, eps)
+    negative_distance = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        swapped = pairwise_distance(positive, negative, p, eps)
+        negative_distance = ew.where(ew.lt(swapped, negative_distance), swapped, negative_distance)
+    losses = ew.add(ew.sub(positive_distance, negative_distance), margin)
+    return reduce_loss(ew.where(ew.gt(losses, 0), losses, 0.0), reduction)
+
+
+@torchsymbol(F.multilabel_soft_margin_loss)
+def multilabel_soft_margin_loss(a: TensorProxy, target: TensorProxy, weight: TensorProxy | None = None,
+                                size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    losses = ew.neg(ew.add(ew.mul(target, logsigmoid(a)), ew.mul(ew.sub(1, target), logsigmoid(ew.neg(a)))))
+    if weight is not None:
+        losses = ew.mul(losses, weight)
+    class_dim = a.ndim - 1
+    per_sample = ew.true_divide(reductions.sum(losses, class_dim), float(a.shape[class_dim]))
+    if reduction == "mean":
+        return reductions.mean(per_sample)
+    return reductions.sum(per_sample) if reduction == "sum" else per_sample

@@ -1,0 +1,362 @@
+"""Normalizations: layer, RMS, group, batch and instance norm; normalize, local response norm,
+cosine similarity and distances.
+
+Statistics are computed in float32 for half-precision inputs (as PyTorch's kernels do) and the
+result is rounded once. Gradient rules on layer/rms/group/batch norm recompute the statistics from
+the saved input instead of differentiating the decomposition step by step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from thunder.core import dtypes, prims
+from thunder.core.gradients import register_vjp
+from thunder.core.proxies import TensorProxy
+from thunder.torch import elementwise as ew
+from thunder.torch import reductions, shape
+from thunder.torch.nn_common import computation_dtype, narrow
+from thunder.torch.registry import torchsymbol
+from thunder.torch.utils import canonical_dim, to_dtype
+
+
+def _statistics(x: TensorProxy, dims: Sequence[int], eps: float) -> tuple[TensorProxy, TensorProxy]:
+    """Mean and reciprocal standard deviation (biased variance) over ``dims``, kept as size-1 dims."""
+    dims = tuple(dims)
+    mean = reductions.mean(x, dims, keepdim=True)
+    centered = ew.sub(x, mean)
+    variance = reductions.mean(ew.mul(centered, centered), dims, keepdim=True)
+    return mean, ew.rsqrt(ew.add(variance, eps))
+
+
+def _affine(x: TensorProxy, weight: TensorProxy | None, bias: TensorProxy | None, param_shape: tuple[int, ...]) -> TensorProxy:
+    if weight is not None:
+        x = ew.mul(x, shape.reshape(to_dtype(weight, x.dtype), param_shape))
+    if bias is not None:
+        x = ew.add(x, shape.reshape(to_dtype(bias, x.dtype), param_shape))
+    return x
+
+
+# ---------------------------------------------------------------------------------------------
+# layer norm
+
+
+def _check_normalized_shape(name: str, a: TensorProxy, normalized_shape: Sequence[int], *params: TensorProxy | None) -> tuple[int, ...]:
+    normalized = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(normalized) == 0:
+        raise RuntimeError(f"{name}: Expected normalized_shape to be at least 1-dimensional")
+    for p in params:
+        if p is not None and p.shape != normalized:
+            raise RuntimeError(f"{name}: Expected weight/bias to be of same shape as normalized_shape, but got {p.shape} and {normalized}")
+    if a.ndim < len(normalized) or a.shape[a.ndim - len(normalized) :] != normalized:
+        raise RuntimeError(f"{name}: Given normalized_shape={list(normalized)}, expected input with shape [*, {', '.join(map(str, normalized))}], but got input of size {list(a.shape)}")
+    return normalized
+
+
+@torchsymbol(F.layer_norm, torch.layer_norm)
+def layer_norm(a: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None = None,
+               bias: TensorProxy | None = None, eps: float = 1e-5) -> TensorProxy:  # fmt: skip
+    normalized = _check_normalized_shape("layer_norm", a, normalized_shape, weight, bias)
+    x = to_dtype(a, computation_dtype(a.dtype))
+    dims = tuple(range(a.ndim - len(normalized), a.ndim))
+    if a.numel() == 0:
+        return to_dtype(_affine(x, weight, bias, normalized), a.dtype)
+    mean, rstd = _statistics(x, dims, eps)
+    return to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, normalized), a.dtype)
+
+
+@register_vjp(layer_norm)
+def _layer_norm_vjp(g: Any, a: TensorProxy, normalized_shape: Any, weight: TensorProxy | None, bias: TensorProxy | None,
+                    eps: float, *, out: TensorProxy) -> tuple:  # fmt: skip
+    if g is None:
+        return (None,) * 5
+    normalized = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    dims = tuple(range(a.ndim - len(normalized), a.ndim))
+    batch_dims = tuple(range(a.ndim - len(normalized)))
+    x = to_dtype(a, computation_dtype(a.dtype))
+    g = to_dtype(g, x.dtype)
+    mean, rstd = _statistics(x, dims, eps)
+    normalized_x = ew.mul(ew.sub(x, mean), rstd)
+    dy = ew.mul(g, to_dtype(weight, x.dtype)) if weight is not None else g
+    grad_a = _normalization_input_grad(dy, normalized_x, rstd, dims)
+    grad_weight = _param_grad(ew.mul(g, normalized_x), batch_dims, weight)
+    grad_bias = _param_grad(g, batch_dims, bias)
+    return (to_dtype(grad_a, a.dtype), None, grad_weight, grad_bias, None)
+
+
+def _normalization_input_grad(dy: TensorProxy, normalized_x: TensorProxy, rstd: TensorProxy, dims: Sequence[int]) -> TensorProxy:
+    """d/dx of (x - mean) * rstd over ``dims``, applied to ``dy``."""
+    mean_dy = reductions.mean(dy, tuple(dims), keepdim=True)
+    mean_dy_x = reductions.mean(ew.mul(dy, normalized_x), tuple(dims), keepdim=True)
+    return ew.mul(rstd, ew.sub(ew.sub(dy, mean_dy), ew.mul(normalized_x, mean_dy_x)))
+
+
+def _param_grad(values: TensorProxy, dims: Sequence[int], param: TensorProxy | None) -> TensorProxy | None:
+    if param is None or not param.requires_grad:
+        return None
+    summed = reductions.sum(values, tuple(dims)) if dims else values
+    return to_dtype(shape.reshape(summed, param.shape), param.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# RMS norm
+
+
+@torchsymbol(F.rms_norm, torch.rms_norm)
+def rms_norm(a: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None = None,
+             eps: float | None = None) -> TensorProxy:  # fmt: skip
+    normalized = _check_normalized_shape("rms_norm", a, normalized_shape, weight)
+    x = to_dtype(a, computation_dtype(a.dtype))
+    dims = tuple(range(a.ndim - len(normalized), a.ndim))
+    rrms = _rms_reciprocal(x, dims, a.dtype, eps)
+    result = ew.mul(x, rrms)
+    if weight is not None:
+        result = ew.mul(result, to_dtype(weight, result.dtype))
+    return to_dtype(result, a.dtype)
+
+
+def _rms_reciprocal(x: TensorProxy, dims: tuple[int, ...], dtype: dtypes.dtype, eps: float | None) -> TensorProxy:
+    if eps is None:
+        eps = torch.finfo(dtype.torch_dtype).eps
+    return ew.rsqrt(ew.add(reductions.mean(ew.mul(x, x), dims, keepdim=True), eps))
+
+
+@register_vjp(rms_norm)
+def _rms_norm_vjp(g: Any, a: TensorProxy, normalized_shape: Any, weight: TensorProxy | None, eps: float | None,
+                  *, out: TensorProxy) -> tuple:  # fmt: skip
+    if g is None:
+        return (None,) * 4
+    normalized = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    dims = tuple(range(a.ndim - len(normalized), a.ndim))
+    x = to_dtype(a, computation_dtype(a.dtype))
+    g = to_dtype(g, x.dtype)
+    rrms = _rms_reciprocal(x, dims, a.dtype, eps)
+    normalized_x = ew.mul(x, rrms)
+    dy = ew.mul(g, to_dtype(weight, x.dtype)) if weight is not None else g
+    mean_dy_x = reductions.mean(ew.mul(dy, normalized_x), dims, keepdim=True)
+    grad_a = ew.mul(rrms, ew.sub(dy, ew.mul(normalized_x, mean_dy_x)))
+    grad_weight = _param_grad(ew.mul(g, normalized_x), tuple(range(a.ndim - len(normalized))), weight)
+    return (to_dtype(grad_a, a.dtype), None, grad_weight, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# group norm
+
+
+@torchsymbol(F.group_norm, torch.group_norm)
+def group_norm(a: TensorProxy, num_groups: int, weight: TensorProxy | None = None, bias: TensorProxy | None = None,
+               eps: float = 1e-5) -> TensorProxy:  # fmt: skip
+    grouped, param_shape = _group_shape(a, num_groups, weight, bias)
+    x = to_dtype(a, computation_dtype(a.dtype))
+    if a.numel() == 0:
+        return to_dtype(_affine(x, weight, bias, param_shape), a.dtype)
+    xg = shape.reshape(x, grouped)
+    mean, rstd = _statistics(xg, (2,), eps)
+    normalized = shape.reshape(ew.mul(ew.sub(xg, mean), rstd), a.shape)
+    return to_dtype(_affine(normalized, weight, bias, param_shape), a.dtype)
+
+
+def _group_shape(a: TensorProxy, num_groups: int, weight: TensorProxy | None, bias: TensorProxy | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    if a.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {a.ndim}")
+    channels = a.shape[1]
+    if num_groups <= 0 or channels % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of shape {list(a.shape)} and num_groups={num_groups}")
+    for p in (weight, bias):
+        if p is not None and (p.ndim != 1 or p.shape[0] != channels):
+            raise RuntimeError(f"Expected weight to be a vector of size equal to the number of channels in input, but got weight of shape {list(p.shape)} and input of shape {list(a.shape)}")
+    param_shape = (channels,) + (1,) * (a.ndim - 2)
+    return (a.shape[0], num_groups, a.numel() // max(a.shape[0] * num_groups, 1)), param_shape
+
+
+@register_vjp(group_norm)
+def _group_norm_vjp(g: Any, a: TensorProxy, num_groups: int, weight: TensorProxy | None, bias: TensorProxy | None,
+                    eps: float, *, out: TensorProxy) -> tuple:  # fmt: skip
+    if g is None:
+        return (None,) * 5
+    grouped, param_shape = _group_shape(a, num_groups, weight, bias)
+    x = shape.reshape(to_dtype(a, computation_dtype(a.dtype)), grouped)
+    g = to_dtype(g, x.dtype)
+    mean, rstd = _statistics(x, (2,), eps)
+    normalized_x = ew.mul(ew.sub(x, mean), rstd)
+    dy = ew.mul(g, shape.reshape(to_dtype(weight, x.dtype), param_shape)) if weight is not None else g
+    grad_a = shape.reshape(_normalization_input_grad(shape.reshape(dy, grouped), normalized_x, rstd, (2,)), a.shape)
+    param_dims = (0,) + tuple(range(2, a.ndim))
+    normalized_full = shape.reshape(normalized_x, a.shape)
+    grad_weight = _param_grad(ew.mul(g, normalized_full), param_dims, weight)
+    grad_bias = _param_grad(g, param_dims, bias)
+    return (to_dtype(grad_a, a.dtype), None, grad_weight, grad_bias, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# batch norm and instance norm
+
+
+def _channel_shape(a: TensorProxy) -> tuple[int, ...]:
+    return (a.shape[1],) + (1,) * (a.ndim - 2)
+
+
+@torchsymbol(F.batch_norm)
+def batch_norm(a: TensorProxy, running_mean: TensorProxy | None, running_var: TensorProxy | None,
+               weight: TensorProxy | None = None, bias: TensorProxy | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> TensorProxy:  # fmt: skip
+    """The normalized output. In training mode eager also updates the running statistics in place;
+    ``batch_norm_running_stats`` gives their new values for the caller to write back."""
+    if a.ndim < 2:
+        if a.ndim == 1 and a.numel() == 0:  # eager accepts an empty vector and returns it
+            return ew.mul(a, 1)
+        raise RuntimeError(f"batch_norm: expected at least 2D input (got {a.ndim}D input)")
+    channels = a.shape[1]
+    for p in (running_mean, running_var, weight, bias):
+        if p is not None and p.numel() != channels:
+            raise RuntimeError(f"batch_norm: expected a tensor of {channels} elements per channel, got {list(p.shape)}")
+    x = to_dtype(a, computation_dtype(a.dtype))
+    reduced = (0,) + tuple(range(2, a.ndim))
+    if training:
+        if a.shape[0] * math.prod(a.shape[2:]) == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(a.shape)}")
+        mean, rstd = _statistics(x, reduced, eps)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var must be defined in evaluation mode")
+        param_shape = _channel_shape(a)
+        mean = shape.reshape(to_dtype(running_mean, x.dtype), param_shape)
+        rstd = ew.rsqrt(ew.add(shape.reshape(to_dtype(running_var, x.dtype), param_shape), eps))
+    return to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, _channel_shape(a)), a.dtype)
+
+
+def batch_norm_running_stats(a: TensorProxy, running_mean: TensorProxy, running_var: TensorProxy,
+                             momentum: float | None = 0.1) -> tuple[TensorProxy, TensorProxy]:  # fmt: skip
+    """The running mean and variance that ``F.batch_norm(..., training=True)`` writes in place.
+
+    The batch variance here is unbiased (as eager uses for the running estimate); ``momentum=None``
+    (a cumulative average) is the module's business and not supported here.
+    """
+    if momentum is None:
+        raise NotImplementedError("batch_norm running statistics with momentum=None are not supported by thunder yet")
+    reduced = (0,) + tuple(range(2, a.ndim))
+    x = to_dtype(a, computation_dtype(a.dtype))
+    count = a.numel() // a.shape[1]
+    batch_mean = reductions.mean(x, reduced)
+    batch_var = reductions.var(x, reduced, correction=1) if count > 1 else ew.mul(batch_mean, float("nan"))
+    new_mean = ew.add(ew.mul(to_dtype(running_mean, x.dtype), 1 - momentum), ew.mul(batch_mean, momentum))
+    new_var = ew.add(ew.mul(to_dtype(running_var, x.dtype), 1 - momentum), ew.mul(batch_var, momentum))
+    return to_dtype(new_mean, running_mean.dtype), to_dtype(new_var, running_var.dtype)
+
+
+@register_vjp(batch_norm)
+def _batch_norm_vjp(g: Any, a: TensorProxy, running_mean: Any, running_var: Any, weight: TensorProxy | None,
+                    bias: TensorProxy | None, training: bool, momentum: float, eps: float, *, out: TensorProxy) -> tuple:  # fmt: skip
+    if g is None:
+        return (None,) * 8
+    x = to_dtype(a, computation_dtype(a.dtype))
+    g = to_dtype(g, x.dtype)
+    reduced = (0,) + tuple(range(2, a.ndim))
+    param_shape = _channel_shape(a)
+    if training:
+        mean, rstd = _statistics(x, reduced, eps)
+    else:
+        mean = shape.reshape(to_dtype(running_mean, x.dtype), param_shape)
+        rstd = ew.rsqrt(ew.add(shape.reshape(to_dtype(running_var, x.dtype), param_shape), eps))
+    normalized_x = ew.mul(ew.sub(x, mean), rstd)
+    dy = ew.mul(g, shape.reshape(to_dtype(weight, x.dtype), param_shape)) if weight is not None else g
+    grad_a = _normalization_input_grad(dy, normalized_x, rstd, reduced) if training else ew.mul(dy, rstd)
+    grad_weight = _param_grad(ew.mul(g, normalized_x), reduced, weight)
+    grad_bias = _param_grad(g, reduced, bias)
+    return (to_dtype(grad_a, a.dtype), None, None, grad_weight, grad_bias, None, None, None)
+
+
+@torchsymbol(F.instance_norm)
+def instance_norm(a: TensorProxy, running_mean: TensorProxy | None = None, running_var: TensorProxy | None = None,
+                  weight: TensorProxy | None = None, bias: TensorProxy | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> TensorProxy:  # fmt: skip
+    """Per-sample, per-channel normalization; like batch_norm, running statistics are not updated here."""
+    if a.ndim < 3:
+        raise ValueError(f"instance_norm: expected at least 3D input (got {a.ndim}D input)")
+    if use_input_stats and math.prod(a.shape[2:]) <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(a.shape)}")
+    if not use_input_stats:
+        return batch_norm(a, running_mean, running_var, weight, bias, False, momentum, eps)
+    x = to_dtype(a, computation_dtype(a.dtype))
+    mean, rstd = _statistics(x, tuple(range(2, a.ndim)), eps)
+    return to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, _channel_shape(a)), a.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# local response norm, normalize, cosine similarity, distances
+
+
+@torchsymbol(F.local_response_norm)
+def local_response_norm(a: TensorProxy, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> TensorProxy:
+    if a.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {a.ndim} dimensions)")
+    x = to_dtype(a, computation_dtype(a.dtype))
+    squares = ew.mul(x, x)
+    channels = a.shape[1]
+    low, high = size // 2, (size - 1) // 2
+    config = [(0, 0, 0)] * a.ndim
+    config[1] = (low, high, 0)
+    padded = prims.pad(squares, 0.0, config)
+    window = narrow(padded, 1, 0, channels)
+    for offset in range(1, size):
+        window = ew.add(window, narrow(padded, 1, offset, channels))
+    scale = ew.add(ew.mul(ew.true_divide(window, float(size)), alpha), k)
+    return to_dtype(ew.true_divide(x, ew.pow(scale, beta)), a.dtype)
+
+
+def vector_norm(x: TensorProxy, p: float, dims: Sequence[int], keepdim: bool = False) -> TensorProxy:
+    """The p-norm over ``dims`` of a floating tensor (computed in its own dtype)."""
+    dims = tuple(dims)
+    magnitude = ew.abs(x)
+    if p == 2:
+        return ew.sqrt(reductions.sum(ew.mul(x, x), dims, keepdim=keepdim))
+    if p == 1:
+        return reductions.sum(magnitude, dims, keepdim=keepdim)
+    if p == math.inf:
+        return reductions.amax(magnitude, dims, keepdim=keepdim) if x.numel() else reductions.sum(magnitude, dims, keepdim=keepdim)
+    if p == -math.inf:
+        return reductions.amin(magnitude, dims, keepdim=keepdim)
+    if p == 0:
+        return reductions.sum(to_dtype(ew.ne(x, 0), x.dtype), dims, keepdim=keepdim)
+    return ew.pow(reductions.sum(ew.pow(magnitude, p), dims, keepdim=keepdim), 1.0 / p)
+
+
+@torchsymbol(F.normalize)
+def normalize(a: TensorProxy, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> TensorProxy:
+    if out is not None:
+        raise NotImplementedError("normalize with out= is not supported by thunder yet")
+    x = to_dtype(a, computation_dtype(a.dtype))
+    d = canonical_dim(dim, a.ndim)
+    norm = vector_norm(x, p, (d,) if a.ndim else (), keepdim=True)
+    denominator = ew.where(ew.lt(norm, eps), eps, norm)
+    return to_dtype(ew.true_divide(x, denominator), a.dtype)
+
+
+@torchsymbol(F.cosine_similarity, torch.cosine_similarity)
+def cosine_similarity(x1: TensorProxy, x2: TensorProxy, dim: int = 1, eps: float = 1e-8) -> TensorProxy:
+    from thunder.core.promotion import broadcast_shapes, result_dtype
+
+    dtype = result_dtype(x1, x2)
+    target = broadcast_shapes(x1.shape, x2.shape)
+    d = canonical_dim(dim, len(target))
+    a = to_dtype(prims.broadcast_in_dim(x1, target, tuple(range(len(target) - x1.ndim, len(target)))) if x1.shape != target else x1, computation_dtype(dtype))
+    b = to_dtype(prims.broadcast_in_dim(x2, target, tuple(range(len(target) - x2.ndim, len(target)))) if x2.shape != target else x2, computation_dtype(dtype))
+    a_norm = vector_norm(a, 2, (d,), keepdim=True)
+    b_norm = vector_norm(b, 2, (d,), keepdim=True)
+    a = ew.true_divide(a, ew.where(ew.lt(a_norm, eps), eps, a_norm))
+    b = ew.true_divide(b, ew.where(ew.lt(b_norm, eps), eps, b_norm))
+    return to_dtype(reductions.sum(ew.mul(a, b), d), dtype)
+
+
+@torchsymbol(F.pairwise_distance, torch.pairwise_distance)
+def pairwise_distance(x1: TensorProxy, x2: TensorProxy, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> TensorProxy:
+    ndim = max(x1.ndim, x2.ndim)
+    difference = ew.add(ew.sub(x1, x2), eps)
+    if ndim == 0:
+        return ew.abs(difference) if p != 0 else to_dtype(ew.ne(difference, 0), difference.dtype)
+    x = to_dtype(difference, computation_dtype(difference.dtype))
+    return to_dtype(vector_norm(x, p, (ndim - 1,), keepdim=keepdim), difference.dtype)

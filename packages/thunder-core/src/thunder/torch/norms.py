@@ -1,0 +1,148 @@
+"""Norms of vectors (and the matrix norms that need no decomposition): vector_norm, norm, dist, renorm."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from thunder.core import dtypes, prims
+from thunder.core.proxies import TensorProxy
+from thunder.torch.reductions import keep_dims
+from thunder.torch.registry import torchsymbol
+from thunder.torch.utils import canonical_dim, canonical_dims, to_dtype
+
+REDUCTION = frozenset({"reduction"})
+
+
+def _norm_dtypes(a: TensorProxy, dtype: Any) -> tuple[dtypes.dtype, dtypes.dtype]:
+    """(computation dtype, result dtype): norms are real and floating."""
+    if a.dtype.is_complex or (dtype is not None and dtypes.to_dtype(dtype).is_complex):
+        raise NotImplementedError("thunder does not support norms of complex tensors yet")
+    if dtype is not None:
+        result = dtypes.to_dtype(dtype)
+        if not result.is_floating_point:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got {result.name}")
+    elif a.dtype.is_floating_point:
+        result = a.dtype
+    else:
+        raise RuntimeError(
+            f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {a.dtype.name}"
+        )
+    return (dtypes.float32 if dtypes.is_low_precision(result) else result), result
+
+
+def _vector_norm(a: TensorProxy, ord: float, dims: tuple[int, ...], keepdim: bool, dtype: Any) -> TensorProxy:  # noqa: A002
+    computation_dtype, result_dtype = _norm_dtypes(a, dtype)
+    x = prims.abs(to_dtype(a, computation_dtype))
+    empty = math.prod(a.shape[d] for d in dims) == 0 if a.ndim else False
+    if ord == math.inf or ord == -math.inf:
+        if empty:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor")
+        result = (prims.amax if ord > 0 else prims.amin)(x, dims)
+    elif ord == 0:
+        result = prims.sum(to_dtype(prims.ne(x, 0.0), computation_dtype), dims)
+    elif ord == 1:
+        result = prims.sum(x, dims)
+    elif ord == 2:
+        result = prims.sqrt(prims.sum(prims.mul(x, x), dims))
+    else:
+        if ord < 0 and empty:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor")
+        result = prims.pow(prims.sum(prims.pow(x, float(ord)), dims), 1.0 / ord)
+    result = to_dtype(result, result_dtype)
+    return keep_dims(result, a, dims) if keepdim else result
+
+
+@torchsymbol(torch.linalg.vector_norm, tags=REDUCTION)
+def vector_norm(a: TensorProxy, ord: float = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+                dtype: Any = None) -> TensorProxy:  # fmt: skip
+    dims = canonical_dims(dim, a.ndim)
+    return _vector_norm(a, float(ord), dims, keepdim, dtype)
+
+
+def _matrix_norm(a: TensorProxy, ord: Any, dims: tuple[int, ...], keepdim: bool, dtype: Any) -> TensorProxy:  # noqa: A002
+    if ord in ("fro",):
+        return _vector_norm(a, 2.0, dims, keepdim, dtype)
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"the matrix norm of order {ord!r} needs singular values, which thunder does not have yet")
+    if ord not in (1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if a.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    d0, d1 = dims
+    # 1: max over columns of the column sums; inf: max over rows of the row sums
+    summed, reduced = (d0, d1) if abs(ord) == 1 else (d1, d0)
+    sums = _vector_norm(a, 1.0, (summed,), True, dtype)
+    result = (prims.amax if ord > 0 else prims.amin)(sums, (reduced, summed))
+    result = keep_dims(result, a, dims) if keepdim else result
+    return result
+
+
+@torchsymbol(torch.linalg.matrix_norm, tags=REDUCTION)
+def matrix_norm(a: TensorProxy, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,  # noqa: A002
+                dtype: Any = None) -> TensorProxy:  # fmt: skip
+    dims = tuple(canonical_dim(d, a.ndim) for d in dim)
+    if len(dims) != 2 or dims[0] == dims[1]:
+        raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple of different dimensions")
+    return _matrix_norm(a, ord, dims, keepdim, dtype)
+
+
+@torchsymbol(torch.linalg.norm, tags=REDUCTION)
+def linalg_norm(a: TensorProxy, ord: Any = None, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+                dtype: Any = None) -> TensorProxy:  # fmt: skip
+    if isinstance(dim, int):
+        dim = (dim,)
+    if ord is None:
+        dims = canonical_dims(dim, a.ndim) if dim is not None else tuple(range(a.ndim))
+        return _vector_norm(a, 2.0, dims, keepdim, dtype)
+    if dim is None and a.ndim not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {a.ndim}D.")
+    dims = tuple(canonical_dim(d, a.ndim) for d in dim) if dim is not None else tuple(range(a.ndim))
+    if len(dims) == 2:
+        return _matrix_norm(a, ord, dims, keepdim, dtype)
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: ord {ord!r} is a matrix norm")
+    return _vector_norm(a, float(ord), dims, keepdim, dtype)
+
+
+@torchsymbol(torch.norm, torch.Tensor.norm, method="norm", tags=REDUCTION)
+def norm(a: TensorProxy, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> TensorProxy:
+    """``torch.norm``: 'fro' and numbers are vector norms over ``dim`` (all dims by default); 'nuc' is refused."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if p == "nuc":
+        raise NotImplementedError("the nuclear norm needs singular values, which thunder does not have yet")
+    if p == "fro":
+        if dim is not None and len(dim) > 2:
+            raise RuntimeError("Expected at most 2 dimensions for 'fro' norm")
+        p = 2
+    if isinstance(p, str):
+        raise RuntimeError(f"torch.norm: unknown norm {p!r}")
+    dims = canonical_dims(dim, a.ndim)
+    return _vector_norm(a, float(p), dims, keepdim, dtype)
+
+
+@torchsymbol(torch.dist, torch.Tensor.dist, method="dist", tags=REDUCTION)
+def dist(a: TensorProxy, b: TensorProxy, p: float = 2) -> TensorProxy:
+    from thunder.torch.elementwise import sub
+
+    return vector_norm(sub(a, b), p)
+
+
+@torchsymbol(torch.renorm, torch.Tensor.renorm, method="renorm", tags=REDUCTION)
+def renorm(a: TensorProxy, p: float, dim: int, maxnorm: float) -> TensorProxy:
+    """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` is scaled down to it."""
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if a.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {a.ndim} dimensions")
+    d = canonical_dim(dim, a.ndim)
+    other = tuple(i for i in range(a.ndim) if i != d)
+    norms = _vector_norm(a, float(p), other, True, None)
+    computation_dtype = dtypes.float32 if dtypes.is_low_precision(a.dtype) else a.dtype
+    norms = to_dtype(norms, computation_dtype)
+    # as eager: maxnorm / (norm + 1e-7) where the norm is too large
+    factor = prims.where(prims.gt(norms, maxnorm), prims.div(maxnorm, prims.add(norms, 1e-7)), 1.0)
+    factor = prims.broadcast_in_dim(factor, a.shape, tuple(range(a.ndim)))
+    return to_dtype(prims.mul(to_dtype(a, computation_dtype), factor), a.dtype)

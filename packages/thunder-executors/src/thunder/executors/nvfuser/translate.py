@@ -1,0 +1,108 @@
+"""A fusion region as an nvFuser fusion definition, and the layout key definitions are cached by.
+
+Op families are tables (prim name -> ``fd.ops`` name). nvFuser computes 16-bit floats in float32
+and may return float32: every result is cast back to the dtype its prim says, as eager rounds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import BoundSymbol
+
+__all__ = ["ELEMENTWISE", "REDUCTIONS", "SHAPES", "SUPPORTED_DTYPES", "define_fusion", "layout_key"]
+
+ELEMENTWISE: dict[str, str] = {
+    name: name
+    for name in (
+        "abs neg exp exp2 expm1 log log1p log2 sin cos tan tanh sinh cosh asin acos atan sqrt rsqrt reciprocal "
+        "erf erfc sign floor ceil round trunc sigmoid bitwise_not isfinite isnan add sub mul div pow remainder "
+        "fmod maximum minimum atan2 bitwise_and bitwise_or bitwise_xor eq ne lt le gt ge where"
+    ).split()
+}
+REDUCTIONS: dict[str, str] = {"sum": "sum", "amax": "max", "amin": "min", "prod": "prod", "var": "var"}
+SHAPES = frozenset({"broadcast_in_dim", "reshape", "transpose", "convert_element_type"})
+SUPPORTED_DTYPES = frozenset(
+    {torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.bool}
+)
+_DATA_TYPES = {
+    torch.float32: "Float",
+    torch.float16: "Half",
+    torch.bfloat16: "BFloat16",
+    torch.float64: "Double",
+    torch.int32: "Int32",
+    torch.int64: "Int",
+    torch.bool: "Bool",
+}
+
+
+def layout_key(tensor: torch.Tensor) -> tuple:
+    """What a definition depends on besides the trace: dtype, sizes, stride order and contiguity."""
+    sizes, strides = tuple(tensor.shape), tuple(tensor.stride())
+    order = tuple(sorted(range(len(sizes)), key=lambda d: (strides[d], d), reverse=True))
+    contiguity = []
+    expected = 1
+    for d in reversed(order):
+        if sizes[d] == 1:
+            contiguity.append(None)
+            continue
+        contiguity.append(strides[d] == expected)
+        expected = strides[d] * sizes[d]
+    return (tensor.dtype, sizes, order, tuple(reversed(contiguity)), tensor.device)
+
+
+class _Definer:
+    def __init__(self, nvf: Any, fd: Any):
+        self.nvf, self.fd = nvf, fd
+        self.env: dict[str, Any] = {}
+
+    def data_type(self, dtype: torch.dtype) -> Any:
+        return getattr(self.nvf.DataType, _DATA_TYPES[dtype])
+
+    def value(self, x: Any) -> Any:
+        if isinstance(x, TensorProxy):
+            return self.env[x.name]
+        if isinstance(x, bool):
+            return self.fd.define_scalar(x, dtype=self.nvf.DataType.Bool)
+        if isinstance(x, int):
+            return self.fd.define_scalar(x, dtype=self.nvf.DataType.Int)
+        return self.fd.define_scalar(float(x), dtype=self.nvf.DataType.Double)
+
+    def cast_to(self, result: Any, proxy: TensorProxy) -> Any:
+        return self.fd.ops.cast(result, self.data_type(proxy.dtype.torch_dtype))
+
+    def define(self, b: BoundSymbol) -> None:
+        name, args, ops = b.symbol.name, b.args, self.fd.ops
+        x = self.value(args[0]) if isinstance(args[0], TensorProxy) else None
+        if name in ELEMENTWISE:
+            result = getattr(ops, ELEMENTWISE[name])(*(self.value(a) for a in args))
+        elif name == "var":
+            result = ops.var(x, list(args[1]), b.kwargs.get("correction", 1), False)
+        elif name in REDUCTIONS:
+            result = getattr(ops, REDUCTIONS[name])(x, list(args[1]), False)
+        elif name == "convert_element_type":
+            result = x
+        elif name == "broadcast_in_dim":
+            result = ops.broadcast_in_dim(x, list(args[1]), list(args[2]))
+        elif name == "reshape":
+            result = ops.reshape(x, list(args[1]))
+        else:  # transpose
+            result = ops.permute(x, list(args[1]))
+        self.env[b.output.name] = self.cast_to(result, b.output)
+
+
+def define_fusion(nvf: Any, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy],
+                  tensors: list[torch.Tensor]) -> Any:  # fmt: skip
+    """A ``FusionDefinition`` of ``region`` for inputs laid out as ``tensors``."""
+    with nvf.FusionDefinition() as fd:
+        definer = _Definer(nvf, fd)
+        for proxy, tensor in zip(inputs, tensors):
+            definer.env[proxy.name] = fd.from_pytorch(tensor)
+        for b in region:
+            definer.define(b)
+        for proxy in outputs:
+            fd.add_output(definer.env[proxy.name])
+    return fd

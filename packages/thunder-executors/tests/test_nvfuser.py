@@ -1,0 +1,93 @@
+"""The nvFuser executor against eager PyTorch, forward and backward (CUDA with nvFuser only)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import thunder
+from thunder.executors.nvfuser import executor as nvfuser_executor
+
+available, reason = nvfuser_executor.is_available()
+if not available:
+    print(f"skipping the nvFuser tests: {reason}")
+    pytest.skip(f"the nvFuser executor is unavailable: {reason}", allow_module_level=True)
+
+DEVICE = "cuda"
+DTYPES = [torch.float32, torch.bfloat16]
+F = torch.nn.functional
+ROWS, COLS = 16, 129
+
+
+def _randn(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+    return torch.randn(*shape, device=DEVICE, dtype=dtype)
+
+
+CASES: dict[str, tuple[Callable, Callable[[torch.dtype], list]]] = {
+    "bias_gelu": (lambda x, b: F.gelu(x + b, approximate="tanh"), lambda dt: [_randn(ROWS, COLS, dtype=dt), _randn(COLS, dtype=dt)]),
+    "elementwise": (lambda x, y: torch.exp(-x.abs()) * torch.tanh(y) + torch.where(x > 0, x, -y), lambda dt: [_randn(ROWS, COLS, dtype=dt), _randn(ROWS, COLS, dtype=dt)]),
+    "reductions": (lambda x: x.sum(-1) + x.amax(-1) * x.mean(-1) + torch.var(x, -1) + x.sum(0).sum(), lambda dt: [_randn(ROWS, COLS, dtype=dt)]),
+    "softmax": (lambda x: torch.softmax(x, -1), lambda dt: [_randn(ROWS, COLS, dtype=dt)]),
+    "log_softmax": (lambda x: torch.log_softmax(x, -1), lambda dt: [_randn(ROWS, COLS, dtype=dt)]),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (COLS,), w, b), lambda dt: [_randn(ROWS, COLS, dtype=dt), _randn(COLS, dtype=dt), _randn(COLS, dtype=dt)]),
+    "rms_norm": (lambda x, w: (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * w, lambda dt: [_randn(ROWS, COLS, dtype=dt), _randn(COLS, dtype=dt)]),
+    "cross_entropy": (lambda x, t: F.cross_entropy(x, t), lambda dt: [_randn(ROWS, COLS, dtype=dt), torch.randint(0, COLS, (ROWS,), device=DEVICE)]),
+    "transposed_input": (lambda x, y: torch.softmax(x.t(), -1) * y, lambda dt: [_randn(COLS, ROWS, dtype=dt), _randn(ROWS, COLS, dtype=dt)]),
+}  # fmt: skip
+
+
+def _assert_close_to_eager(actual: torch.Tensor, eager: torch.Tensor, exact: torch.Tensor, dtype: torch.dtype) -> None:
+    if dtype == torch.float32:
+        torch.testing.assert_close(actual, eager, rtol=1e-4, atol=1e-5)
+        return
+    eager_error = (eager.double() - exact).abs()
+    allowed = 4 * eager_error.max() + 2**-6 * exact.abs().clamp(min=1.0)
+    error = (actual.double() - exact).abs()
+    assert bool((error <= allowed).all()), f"max error {error.max().item():.4g}, eager's {eager_error.max().item():.4g}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
+@pytest.mark.parametrize("name", list(CASES))
+def test_fusions_match_eager_forward_and_backward(name: str, dtype: torch.dtype) -> None:
+    fn, make_inputs = CASES[name]
+    torch.manual_seed(0)
+    leaves = [x.requires_grad_() if x.is_floating_point() else x for x in make_inputs(dtype)]
+    jitted = thunder.jit(fn, executors=["nvfuser"])
+    actual, eager = jitted(*leaves), fn(*leaves)
+    exact_inputs = [x.detach().double().requires_grad_() if x.is_floating_point() else x for x in leaves]
+    exact = fn(*exact_inputs)
+    _assert_close_to_eager(actual, eager.detach(), exact.detach(), dtype)
+    grad = torch.randn_like(eager)
+    inputs = [x for x in leaves if x.requires_grad]
+    for a, e, x in zip(
+        torch.autograd.grad(actual, inputs, grad),
+        torch.autograd.grad(eager, inputs, grad),
+        torch.autograd.grad(exact, [x for x in exact_inputs if x.requires_grad], grad.double()),
+    ):
+        _assert_close_to_eager(a, e, x, dtype)
+    assert "nvFusion0(" in str(thunder.last_traces(jitted)[-1])
+    assert "nvFusion0(" in str(thunder.last_backward_traces(jitted)[-1])
+
+
+def test_definitions_are_cached_per_layout() -> None:
+    fn = lambda a, b: (a * b).exp() + 1.0  # noqa: E731
+    jitted = thunder.jit(fn, executors=["nvfuser"])
+    a, b = _randn(8, 16, dtype=torch.float32), _randn(8, 16, dtype=torch.float32)
+    torch.testing.assert_close(jitted(a, b), fn(a, b))
+    transposed = _randn(16, 8, dtype=torch.float32).t()
+    torch.testing.assert_close(jitted(transposed, b), fn(transposed, b))
+    jitted(a, b)
+    trace = thunder.last_traces(jitted)[-1]
+    runner = next(b for b in trace.bound_symbols if b.symbol.name == "nvFusion0").symbol.fn
+    assert len(runner.definitions) == 2
+
+
+def test_mlp_training_trace_shows_nvfusion_regions_with_prims() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Dropout(0.1), torch.nn.Linear(128, 10)).to(DEVICE)
+    jitted = thunder.jit(model, executors=["nvfuser"])
+    x = torch.randn(8, 784, device=DEVICE)
+    jitted(x).sum().backward()
+    forward = str(thunder.last_traces(jitted)[-1])
+    assert "nvFusion0(" in forward and "# t" in forward and "prims." in forward
