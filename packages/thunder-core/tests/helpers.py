@@ -61,7 +61,7 @@ class PythonFusionExecutor(FusionExecutor):
     def can_fuse(self, bound_symbol: BoundSymbol) -> bool:
         return "elementwise" in bound_symbol.symbol.tags and bound_symbol.symbol.is_leaf
 
-    def fuse(self, region: list[BoundSymbol], index: int) -> BoundSymbol:
+    def fuse(self, region: list[BoundSymbol], index: int, outputs: Any = None) -> BoundSymbol:
         self.fused_regions.append(region)
         inputs, outputs = _region_interface(region)
         run = _region_function(region, inputs, outputs)

@@ -38,14 +38,18 @@ CASES: dict[str, tuple[Callable, Callable[[torch.dtype], list]]] = {
 }  # fmt: skip
 
 
-def _assert_close_to_eager(actual: torch.Tensor, eager: torch.Tensor, exact: torch.Tensor, dtype: torch.dtype) -> None:
+def _assert_close_to_eager(
+    actual: torch.Tensor, eager: torch.Tensor, exact: torch.Tensor, dtype: torch.dtype
+) -> None:
     if dtype == torch.float32:
         torch.testing.assert_close(actual, eager, rtol=1e-4, atol=1e-5)
         return
     eager_error = (eager.double() - exact).abs()
     allowed = 4 * eager_error.max() + 2**-6 * exact.abs().clamp(min=1.0)
     error = (actual.double() - exact).abs()
-    assert bool((error <= allowed).all()), f"max error {error.max().item():.4g}, eager's {eager_error.max().item():.4g}"
+    assert bool((error <= allowed).all()), (
+        f"max error {error.max().item():.4g}, eager's {eager_error.max().item():.4g}"
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
@@ -85,7 +89,9 @@ def test_definitions_are_cached_per_layout() -> None:
 
 
 def test_mlp_training_trace_shows_nvfusion_regions_with_prims() -> None:
-    model = torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Dropout(0.1), torch.nn.Linear(128, 10)).to(DEVICE)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Dropout(0.1), torch.nn.Linear(128, 10)
+    ).to(DEVICE)
     jitted = thunder.jit(model, executors=["nvfuser"])
     x = torch.randn(8, 784, device=DEVICE)
     jitted(x).sum().backward()

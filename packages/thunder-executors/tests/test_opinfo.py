@@ -37,16 +37,30 @@ NOT_IMPLEMENTED: dict[str, tuple[str, str]] = {
     "repeat_interleave": ("repeats in a tensor give a data-dependent shape", "data-dependent shape"),
     "__getitem__": ("a boolean mask as an index gives a data-dependent shape", "data-dependent shape"),
     "masked_select": ("the result has a data-dependent shape", "data-dependent shape"),
+    "norm": ("the nuclear norm needs an SVD", "singular values"),
+    "linalg.norm": ("matrix norms of order 2, -2 and 'nuc' need an SVD", "singular values"),
+    "linalg.matrix_norm": ("matrix norms of order 2, -2 and 'nuc' need an SVD", "singular values"),
 }
 
 # Failures caused outside the torch language and its executor, by OpInfo name: the reason. They
 # run as strict xfails, so a fix elsewhere shows up as an unexpected pass.
-KNOWN_FAILURES: dict[str, str] = {}
+KNOWN_FAILURES: dict[str, str] = {
+    # ops B: the OpInfo's op takes (weight, indices) while F.embedding takes (indices, weight); the
+    # harness passes the OpInfo's order to the symbol (needs an argument adapter). Checked in
+    # test_grad_nn.py with F's argument order instead.
+    "nn.functional.embedding": "OpInfo op is lambda weight, idx: F.embedding(idx, weight) (argument order)",
+    "nn.functional.embedding_bag": "OpInfo op is lambda weight, idx: F.embedding_bag(idx, weight) (argument order)",
+    # ops B: half the samples have dropout_p=0.5 (random, not comparable by value), and eager's fused
+    # CPU kernel differs from its own math path by ~1.5e-5 on these inputs (the OpInfo's tolerance
+    # overrides are not applied here).
+    "nn.functional.scaled_dot_product_attention": "random samples (dropout_p=0.5) and fused-kernel rounding",
+}
 
 # Random ops: compared by their statistics in the tests at the end of this file, not by value.
 # empty* are here too: eager's values are whatever memory held (thunder's are zeros).
 RANDOM_SYMBOLS: frozenset[str] = frozenset({
     "ltorch.dropout", "ltorch.rand", "ltorch.bernoulli", "ltorch.empty", "ltorch.empty_like", "ltorch.new_empty",
+    "ltorch.dropout1d", "ltorch.dropout2d", "ltorch.dropout3d", "ltorch.alpha_dropout", "ltorch.feature_alpha_dropout",
 })  # fmt: skip
 
 EXECUTOR_MODES = ("torch", "prims")
@@ -283,6 +297,20 @@ UNINITIALIZED = frozenset(
 )
 
 
+# Random ops: thunder's own RNG draws other numbers than eager (their statistics are tested above);
+# through the fallback they are PyTorch's op on the same seed, and compared by value.
+RANDOM_OPINFOS = frozenset({
+    "bernoulli", "normal", "rand_like", "randn_like", "randint_like", "randint", "multinomial", "uniform",
+    "cauchy", "exponential", "geometric", "log_normal", "nn.functional.dropout", "nn.functional.dropout2d",
+    "nn.functional.dropout3d", "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
+    "nn.functional.rrelu",
+})  # fmt: skip
+
+
+def _falls_back(compiled: Callable) -> bool:
+    return bool(getattr(compiled, "_falls_back", False))
+
+
 def _metadata(value: Any) -> Any:
     from torch.utils._pytree import tree_map as torch_tree_map
 
@@ -295,7 +323,9 @@ def compile_fallback(op: Callable) -> Callable:
     def fn(*args: Any, **kwargs: Any) -> Any:
         return fallback.call(op, args, kwargs)
 
-    return pipeline.jit(fn, frontend=direct_frontend, executors=[tx.executor])
+    jitted = pipeline.jit(fn, frontend=direct_frontend, executors=[tx.executor])
+    jitted._falls_back = True  # type: ignore[attr-defined]
+    return jitted
 
 
 def opinfo_tolerances(opinfo: OpInfo, dtype: torch.dtype) -> dict[str, float]:
@@ -326,7 +356,8 @@ def classify_sample(
     if actual.error is not None:
         status = "error" if isinstance(actual.error, NotImplementedError) else "crash"
         return status, f"{type(actual.error).__name__}: {actual.error}".splitlines()[0][:300]
-    if opinfo.name in UNINITIALIZED:  # no values to compare: shapes, dtypes and devices must agree
+    native_random = opinfo.name in RANDOM_OPINFOS and not _falls_back(compiled)
+    if opinfo.name in UNINITIALIZED or native_random:  # no values to compare: the metadata must agree
         actual.value, expected.value = _metadata(actual.value), _metadata(expected.value)
     try:
         torch.testing.assert_close(

@@ -15,6 +15,7 @@ if not torch.cuda.is_available():
 
 import importlib.util  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -41,7 +42,11 @@ def _gelu_bias(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _elementwise(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    return torch.exp(-x.abs()) * torch.tanh(y) + torch.sin(x) / (2.0 + torch.cos(y)) - F.silu(x) * (y.abs() + 0.5).rsqrt().clamp(0, 1)
+    return (
+        torch.exp(-x.abs()) * torch.tanh(y)
+        + torch.sin(x) / (2.0 + torch.cos(y))
+        - F.silu(x) * (y.abs() + 0.5).rsqrt().clamp(0, 1)
+    )
 
 
 def _where_mask(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -113,7 +118,9 @@ def _randn(*shape: int, dtype: torch.dtype) -> torch.Tensor:
     return torch.randn(*shape, device=DEVICE, dtype=dtype)
 
 
-def _assert_close_to_eager(actual: torch.Tensor, eager: torch.Tensor, exact: torch.Tensor, dtype: torch.dtype) -> None:
+def _assert_close_to_eager(
+    actual: torch.Tensor, eager: torch.Tensor, exact: torch.Tensor, dtype: torch.dtype
+) -> None:
     """float32: close to eager. 16-bit: no further from the float64 result than eager is (plus one rounding)."""
     if dtype == torch.float32:
         torch.testing.assert_close(actual, eager, rtol=1e-4, atol=1e-5)
@@ -121,7 +128,9 @@ def _assert_close_to_eager(actual: torch.Tensor, eager: torch.Tensor, exact: tor
     eager_error = (eager.double() - exact).abs()
     allowed = 4 * eager_error.max() + 2**-6 * exact.abs().clamp(min=1.0)  # two roundings of intermediates
     error = (actual.double() - exact).abs()
-    assert bool((error <= allowed).all()), f"max error {error.max().item():.4g}, eager's {eager_error.max().item():.4g}"
+    assert bool((error <= allowed).all()), (
+        f"max error {error.max().item():.4g}, eager's {eager_error.max().item():.4g}"
+    )
 
 
 def _run_case(name: str, dtype: torch.dtype, executors: list[str]) -> thunder.ThunderModule | Callable:
@@ -140,7 +149,9 @@ def _run_case(name: str, dtype: torch.dtype, executors: list[str]) -> thunder.Th
     differentiable_inputs = [x for x in leaves if x.requires_grad]
     actual_grads = torch.autograd.grad(actual, differentiable_inputs, grad_output)
     eager_grads = torch.autograd.grad(eager, differentiable_inputs, grad_output)
-    exact_grads = torch.autograd.grad(exact, [x for x in exact_inputs if x.requires_grad], grad_output.double())
+    exact_grads = torch.autograd.grad(
+        exact, [x for x in exact_inputs if x.requires_grad], grad_output.double()
+    )
     for a, e, x in zip(actual_grads, eager_grads, exact_grads):
         _assert_close_to_eager(a, e, x, dtype)
     return jitted
@@ -180,7 +191,7 @@ def test_kernels_are_cached_per_layout() -> None:
     assert sum(len(k.compiled) for k in kernels) == 2
 
 
-def _runner_of(jitted: Callable) -> object:
+def _runner_of(jitted: Callable) -> Any:
     trace = thunder.last_traces(jitted)[-1]
     fused = [b for b in trace.bound_symbols if b.symbol.name.startswith("TritonFusion")]
     return fused[0].symbol.fn

@@ -8,6 +8,8 @@ name in the compiled function's globals and listed in a comment of the header.
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -86,7 +88,17 @@ class _Printer:
         if isinstance(x, list):
             return f"[{', '.join(self.value(item) for item in x)}]"
         if isinstance(x, dict) and all(isinstance(key, (str, int)) for key in x):
-            return "{" + ", ".join(f"{key!r}: {self.value(item)}" for key, item in x.items()) + "}"
+            items = "{" + ", ".join(f"{key!r}: {self.value(item)}" for key, item in x.items()) + "}"
+            if type(x) is dict:
+                return items
+            # a dict subclass holding proxies (OrderedDict, a transformers ModelOutput dataclass) is
+            # rebuilt as that class, so the caller gets the type eager mode returns
+            if dataclasses.is_dataclass(x) and all(isinstance(key, str) for key in x):
+                return f"{self.constant(type(x))}(**{items})"
+            if type(x) is collections.OrderedDict:
+                return f"{self.constant(type(x))}({items})"
+        if isinstance(x, tuple) and any(isinstance(item, Proxy) for item in x):  # a namedtuple
+            return f"{self.constant(type(x))}({', '.join(self.value(item) for item in x)})"
         return self.constant(x)
 
     def target(self, output: Any) -> str | None:

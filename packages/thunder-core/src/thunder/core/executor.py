@@ -15,7 +15,7 @@ executors call so that a source tree without installed metadata finds them too.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -179,10 +179,17 @@ class FusionExecutor(Executor):
     def can_execute(self, bound_symbol: BoundSymbol) -> bool:
         if self.can_fuse(bound_symbol):
             return True
+        if not bound_symbol.symbol.is_leaf and not bound_symbol.subsymbols:
+            return True  # a decomposition that records nothing returns its input: nothing to run
         return bool(bound_symbol.subsymbols) and all(self.can_execute(s) for s in bound_symbol.subsymbols)
 
-    def fuse(self, region: list[BoundSymbol], index: int) -> BoundSymbol:
-        """One bound symbol computing ``region`` (leaf symbols this executor can fuse)."""
+    def fuse(
+        self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None
+    ) -> BoundSymbol:
+        """One bound symbol computing ``region`` (leaf symbols this executor can fuse).
+
+        ``outputs`` names the region's values that are read after it; only those need to leave it.
+        """
         raise NotImplementedError
 
 

@@ -599,7 +599,9 @@ def _not_differentiable(name: str) -> Callable:
 
     def vjp(g: Any, *args: Any, out: Any, **kwargs: Any) -> tuple:
         if g is not None and any(isinstance(a, TensorProxy) and a.requires_grad for a in args):
-            raise NotImplementedError(f"the derivative of prims.{name} is not implemented (nor is it in PyTorch)")
+            raise NotImplementedError(
+                f"the derivative of prims.{name} is not implemented (nor is it in PyTorch)"
+            )
         return (None,) * len(args)
 
     return vjp
@@ -665,13 +667,16 @@ SPECIAL_BINARY_NO_GRAD = (
     "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
     "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
     "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
-    "laguerre_polynomial_l", "legendre_polynomial_p", "nextafter", "bitwise_left_shift",
+    "laguerre_polynomial_l", "legendre_polynomial_p", "bitwise_left_shift",
     "bitwise_right_shift", "gcd", "lcm",
 )  # fmt: skip
 for _name in SPECIAL_UNARY_NO_GRAD + SPECIAL_BINARY_NO_GRAD:
     globals()[_name] = _symbol = _elementwise(_name)
     register_vjp(_symbol)(_not_differentiable(_name))
 
+nextafter = _elementwise("nextafter")
+# as eager: the step to the next float counts as no change
+register_vjp(nextafter)(_binary_vjp(lambda g, a, b, out: g, lambda g, a, b, out: None))
 copysign = _elementwise("copysign")
 hypot = _elementwise("hypot")
 igamma = _elementwise("igamma")
@@ -711,10 +716,13 @@ register_vjp(igammac)(_igamma_vjp(-1.0))
 @register_vjp(zeta)
 def _zeta_vjp(g: Any, x: Any, q: Any, *, out: Any) -> tuple:
     if g is not None and isinstance(x, TensorProxy) and x.requires_grad:
-        raise NotImplementedError("the derivative of zeta with respect to its first argument is not implemented")
+        raise NotImplementedError(
+            "the derivative of zeta with respect to its first argument is not implemented"
+        )
     if g is None or not isinstance(q, TensorProxy):
         return (None, None)
-    return (None, mul(g, mul(neg(x) if isinstance(x, TensorProxy) else -x, zeta(add(x, 1.0), q))))
+    shifted = add(x, 1.0) if isinstance(x, TensorProxy) else x + 1.0
+    return (None, mul(g, mul(neg(x) if isinstance(x, TensorProxy) else -x, zeta(shifted, q))))
 
 
 def _fmax_fmin_vjp(wins: Symbol) -> Callable:
@@ -735,7 +743,9 @@ register_vjp(fmin)(_fmax_fmin_vjp(lt))
 
 # scan and sort prims (ops A)
 def _dim_meta_check(name: str, a: TensorProxy, dim: int) -> None:
-    _check(0 <= dim < builtins.max(a.ndim, 1), lambda: f"prims.{name}: dim {dim} out of range for {a.ndim} dims")
+    _check(
+        0 <= dim < builtins.max(a.ndim, 1), lambda: f"prims.{name}: dim {dim} out of range for {a.ndim} dims"
+    )
 
 
 def _scan_meta(a: TensorProxy, dim: int) -> TensorProxy:
@@ -790,7 +800,7 @@ sort = make_prim("sort", _sort_meta)
 
 
 def _topk_meta(
-    a: TensorProxy, k: int, dim: int, largest: bool, sorted: bool
+    a: TensorProxy, k: int, dim: int, largest: bool, is_sorted: bool
 ) -> tuple[TensorProxy, TensorProxy]:
     _dim_meta_check("topk", a, dim)
     size = a.shape[dim] if a.ndim else 1
@@ -817,7 +827,7 @@ def _sort_vjp(g: Any, a: Any, dim: int, descending: bool, stable: bool, *, out: 
 
 
 @register_vjp(topk)
-def _topk_vjp(g: Any, a: Any, k: int, dim: int, largest: bool, sorted: bool, *, out: Any) -> tuple:
+def _topk_vjp(g: Any, a: Any, k: int, dim: int, largest: bool, is_sorted: bool, *, out: Any) -> tuple:
     g_values = g[0] if g is not None else None
     if g_values is None:
         return (None, None, None, None, None)
@@ -837,7 +847,9 @@ def _check_index(name: str, index: TensorProxy) -> None:
 def _scatter_meta(a: TensorProxy, dim: int, index: TensorProxy, src: Any) -> TensorProxy:
     _check_index("scatter", index)
     _dim_meta_check("scatter", a, dim)
-    _check(index.ndim == a.ndim or index.numel() == 0, lambda: "prims.scatter: index and input differ in ndim")
+    _check(
+        index.ndim == a.ndim or index.numel() == 0, lambda: "prims.scatter: index and input differ in ndim"
+    )
     if isinstance(src, TensorProxy):
         _check(src.dtype is a.dtype, lambda: f"prims.scatter: src is {src.dtype}, input is {a.dtype}")
         requires_grad = a.requires_grad or src.requires_grad
@@ -868,12 +880,20 @@ def _gather_pad(g: TensorProxy, src: TensorProxy) -> TensorProxy:
     return pad(g, 0.0 if g.dtype.is_floating_point or g.dtype.is_complex else 0, config)
 
 
+def _gather(g: TensorProxy, dim: int, index: TensorProxy) -> TensorProxy:
+    """``torch.gather``: the other dims of ``g`` are cut to the index's extent first."""
+    if g.shape[:dim] + g.shape[dim + 1 :] != index.shape[:dim] + index.shape[dim + 1 :]:
+        end = [i if d != dim else s for d, (i, s) in enumerate(zip(index.shape, g.shape))]
+        g = slice_prim(g, [0] * g.ndim, end, [1] * g.ndim)
+    return take_along_axis(g, index, dim)
+
+
 def _src_grad(g: Any, dim: int, index: TensorProxy, src: Any) -> Any:
     if not isinstance(src, TensorProxy):
         return None
     if src.ndim == 0:
-        return reshape(take_along_axis(g, index, dim), ()) if g.ndim else g
-    return _gather_pad(take_along_axis(g, index, dim), src)
+        return reshape(_gather(g, dim, index), ()) if g.ndim else g
+    return _gather_pad(_gather(g, dim, index), src)
 
 
 @register_vjp(scatter_add)
@@ -896,10 +916,32 @@ def _scatter_reduce_vjp(
 ) -> tuple:
     if g is None:
         return (None,) * 6
-    if reduce != "sum":
-        raise NotImplementedError(f"the derivative of scatter_reduce with reduce={reduce!r} is not implemented")
-    grad_a = g if include_self else scatter(g, dim, index, 0.0)
-    return (grad_a, None, None, _src_grad(g, dim, index, src), None, None)
+    if reduce == "prod":
+        raise NotImplementedError("the derivative of scatter_reduce with reduce='prod' is not implemented")
+    if reduce == "sum":
+        grad_a = g if include_self else scatter(g, dim, index, 0.0)
+        return (grad_a, None, None, _src_grad(g, dim, index, src), None, None)
+    # mean and amax/amin: each contributor gets its share of the cotangent of its output element
+    used = src if src.shape == index.shape else slice_prim(src, [0] * src.ndim, index.shape, [1] * src.ndim)
+    indexed = scatter(full(a.shape, 0.0, device=a.device, dtype=g.dtype), dim, index, 1.0)
+    not_indexed = eq(indexed, 0.0)
+    if reduce == "mean":
+        from_self = where(not_indexed, 1.0, 1.0 if include_self else 0.0)
+        counts = scatter_add(from_self, dim, index, full(index.shape, 1.0, device=a.device, dtype=g.dtype))
+        share = div(g, counts)
+        grad_a = where(not_indexed, g, share if include_self else 0.0)
+        return (grad_a, None, None, _gather_pad(_gather(share, dim, index), src), None, None)
+    self_wins = eq(a, out)
+    if not include_self:
+        self_wins = bitwise_and(self_wins, not_indexed)
+    src_wins = eq(used, _gather(out, dim, index))
+    counts = scatter_add(
+        convert_element_type(self_wins, g.dtype), dim, index, convert_element_type(src_wins, g.dtype)
+    )
+    share = div(g, where(eq(counts, 0.0), 1.0, counts))
+    grad_a = where(self_wins, share, 0.0)
+    grad_src = where(src_wins, _gather(share, dim, index), 0.0)
+    return (grad_a, None, None, _gather_pad(grad_src, src), None, None)
 
 
 @register_vjp(take_along_axis)
@@ -1046,7 +1088,9 @@ normal = make_prim("normal", _normal_meta, tags=RANDOM)
 
 
 def _randint_meta(shape: Sequence[int], low: int, high: int, *, device: Any, dtype: Any) -> TensorProxy:
-    _check(low < high, lambda: f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    _check(
+        low < high, lambda: f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+    )
     return TensorProxy(shape=tuple(shape), dtype=dtype, device=devices.to_device(device))
 
 

@@ -182,6 +182,9 @@ class TensorProxy(Proxy):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if name not in _tensor_methods and not hasattr(torch.Tensor, name):
+            # as eager: ``hasattr(tensor, "jax")`` is False (transformers probes tensors this way)
+            raise AttributeError(f"'Tensor' object has no attribute {name!r}")
         return functools.partial(tensor_method(name), self)
 
     __hash__ = Proxy.__hash__

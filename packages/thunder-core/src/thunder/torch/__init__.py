@@ -44,6 +44,8 @@ from thunder.torch.resampling import (
     channel_shuffle, im2col, interpolate, pixel_shuffle, pixel_unshuffle, upsample_bilinear, upsample_nearest,
 )  # fmt: skip
 from thunder.torch.embedding import embedding, embedding_bag, one_hot
+from thunder.torch.attention import attention, scaled_dot_product_attention
+from thunder.torch.dropout import alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from thunder.torch.activations import (
     celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, prelu, relu6,
     rrelu, selu, silu, softmin, softplus, softshrink, softsign, tanhshrink, threshold,
@@ -87,23 +89,21 @@ from thunder.torch.shape import (  # noqa: A004
 )  # fmt: skip
 from thunder.torch.views import (  # noqa: A004
     alias_copy, atleast_1d, atleast_2d, atleast_3d, broadcast_tensors, broadcast_to, chunk, diagonal, dsplit,
-    expand, expand_as, expand_copy, flatten, hsplit, linalg_diagonal, movedim, narrow, permute, ravel,
-    reshape, reshape_as, select, split, split_with_sizes, squeeze, sum_to_size, swapdims, t, tensor_split,
-    transpose, unbind, unflatten, unfold, unsqueeze, view, view_as, vsplit,
+    expand_as, expand_copy, hsplit, linalg_diagonal, movedim, narrow, ravel, reshape_as, select, split,
+    split_with_sizes, sum_to_size, swapdims, tensor_split, unflatten, unfold, view_as, vsplit,
 )  # fmt: skip
 from thunder.torch.arrange import (  # noqa: A004
-    atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod, cat, column_stack, diag, diag_embed,
-    diagflat, diagonal, dstack, flip, fliplr, flipud, hstack, meshgrid, movedim, repeat, repeat_interleave,
-    reshape, roll, rot90, stack, tile, transpose, tril, triu, vstack,
+    block_diag, cartesian_prod, column_stack, diag, diag_embed, diagflat, dstack, flip, fliplr, flipud,
+    hstack, meshgrid, repeat, repeat_interleave, roll, rot90, tile, tril, triu, vstack,
 )  # fmt: skip
 from thunder.torch.indexing import (  # noqa: A004
-    diagonal_scatter, gather, getitem, index_add, index_copy, index_fill, index_put, index_select,
-    masked_fill, masked_scatter, masked_select, movedim, put, reshape, scatter, scatter_add, scatter_reduce,
-    select_scatter, setitem, slice_scatter, take, take_along_dim,
+    diagonal_scatter, gather, index_add, index_copy, index_fill, index_put, index_select, masked_fill,
+    masked_scatter, masked_select, put, scatter, scatter_add, scatter_reduce, select_scatter, setitem,
+    slice_scatter, take, take_along_dim,
 )  # fmt: skip
 from thunder.torch.misc import (  # noqa: A004
-    H, T, add, any_, cat, clone, cummax, cummin, cumulative_trapezoid, diagonal, diff, eq, fill, index_reduce,
-    isin, mH, mT, mul, narrow, narrow_copy, reshape, sub, sum_, trace, trapezoid, trapz, true_divide,
+    H, clone, cummax, cummin, cumulative_trapezoid, diff, fill, index_reduce, isin, mH, narrow_copy, trace,
+    trapezoid, trapz,
 )  # fmt: skip
 from thunder.torch.creation import (  # noqa: A004
     arange, as_tensor, bernoulli, empty, empty_like, eye, full, full_like, linspace, logspace, new_empty,

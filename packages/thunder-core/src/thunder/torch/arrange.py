@@ -208,7 +208,9 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[TensorProxy, .
         raise RuntimeError(f"torch.meshgrid: indexing must be one of 'xy' or 'ij', but received: {indexing}")
     for x in tensors:
         if x.ndim > 1:
-            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {x.ndim}D")
+            raise RuntimeError(
+                f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {x.ndim}D"
+            )
     swap = indexing == "xy" and len(tensors) >= 2
     ordered = (tensors[1], tensors[0], *tensors[2:]) if swap else tensors
     shape = tuple(x.numel() for x in ordered)

@@ -159,7 +159,9 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
         return to_dtype(data, dtypes.to_dtype(dtype)) if dtype is not None else data
     leaves = _leaves(data)
     if builtins.any(isinstance(v, TensorProxy) for v in leaves):
-        raise NotImplementedError("torch.tensor of a list holding tensors is not supported by thunder; use torch.stack")
+        raise NotImplementedError(
+            "torch.tensor of a list holding tensors is not supported by thunder; use torch.stack"
+        )
     dtype_ = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(leaves)
     if not isinstance(data, (list, tuple)):
         return prims.full((), _cast(data, dtype_), device=_device(device), dtype=dtype_)
@@ -224,8 +226,16 @@ def _linspace_values(start: Any, end: Any, steps: int, device: devices.Device) -
     def spread(x: Any) -> Any:
         return prims.broadcast_in_dim(x, (steps,), ()) if isinstance(x, TensorProxy) else x
 
-    difference = prims.sub(end, start) if builtins.any(isinstance(v, TensorProxy) for v in (start, end)) else end - start
-    step = prims.div(difference, float(steps - 1)) if isinstance(difference, TensorProxy) else difference / (steps - 1)
+    difference = (
+        prims.sub(end, start)
+        if builtins.any(isinstance(v, TensorProxy) for v in (start, end))
+        else end - start
+    )
+    step = (
+        prims.div(difference, float(steps - 1))
+        if isinstance(difference, TensorProxy)
+        else difference / (steps - 1)
+    )
     step, start, end = spread(step), spread(start), spread(end)
     low = prims.add(prims.mul(index, step), start)
     high = prims.sub(end, prims.mul(prims.sub(float(steps - 1), index), step))
@@ -235,7 +245,9 @@ def _linspace_values(start: Any, end: Any, steps: int, device: devices.Device) -
 def _range_dtype(dtype: Any, *values: Any) -> dtypes.dtype:
     if dtype is not None:
         return dtypes.to_dtype(dtype)
-    if builtins.any(isinstance(v, complex) or (isinstance(v, TensorProxy) and v.dtype.is_complex) for v in values):
+    if builtins.any(
+        isinstance(v, complex) or (isinstance(v, TensorProxy) and v.dtype.is_complex) for v in values
+    ):
         raise NotImplementedError("complex linspace/logspace is not supported by thunder")
     return default_float_dtype()
 
@@ -263,8 +275,12 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, 
     if n < 0 or m < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {builtins.min(n, m)}")
     dtype_, device_ = _dtype(dtype), _device(device)
-    rows = prims.broadcast_in_dim(prims.iota(n, start=0, step=1, device=device_, dtype=dtypes.int64), (n, m), (0,))
-    cols = prims.broadcast_in_dim(prims.iota(m, start=0, step=1, device=device_, dtype=dtypes.int64), (n, m), (1,))
+    rows = prims.broadcast_in_dim(
+        prims.iota(n, start=0, step=1, device=device_, dtype=dtypes.int64), (n, m), (0,)
+    )
+    cols = prims.broadcast_in_dim(
+        prims.iota(m, start=0, step=1, device=device_, dtype=dtypes.int64), (n, m), (1,)
+    )
     return prims.convert_element_type(prims.eq(rows, cols), dtype_)
 
 

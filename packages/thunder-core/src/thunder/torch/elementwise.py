@@ -102,9 +102,15 @@ le = _register("le", _binary(prims.le, ALWAYS_BOOL))
 gt = _register("gt", _binary(prims.gt, ALWAYS_BOOL))
 ge = _register("ge", _binary(prims.ge, ALWAYS_BOOL))
 
-acosh = _register("acosh", _unary(prims.acosh, INT_TO_FLOAT), torch_fns=(torch.acosh, torch.Tensor.acosh, torch.arccosh))
-asinh = _register("asinh", _unary(prims.asinh, INT_TO_FLOAT), torch_fns=(torch.asinh, torch.Tensor.asinh, torch.arcsinh))
-atanh = _register("atanh", _unary(prims.atanh, INT_TO_FLOAT), torch_fns=(torch.atanh, torch.Tensor.atanh, torch.arctanh))
+acosh = _register(
+    "acosh", _unary(prims.acosh, INT_TO_FLOAT), torch_fns=(torch.acosh, torch.Tensor.acosh, torch.arccosh)
+)
+asinh = _register(
+    "asinh", _unary(prims.asinh, INT_TO_FLOAT), torch_fns=(torch.asinh, torch.Tensor.asinh, torch.arcsinh)
+)
+atanh = _register(
+    "atanh", _unary(prims.atanh, INT_TO_FLOAT), torch_fns=(torch.atanh, torch.Tensor.atanh, torch.arctanh)
+)
 log10 = _register("log10", _unary(prims.log10, INT_TO_FLOAT))
 signbit = _register("signbit", _unary(prims.signbit, ALWAYS_BOOL))
 copysign = _register("copysign", _binary(prims.copysign, INT_TO_FLOAT))
@@ -215,7 +221,7 @@ def clamp(a: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 -- tor
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if a.dtype is dtypes.bool8:
-        raise RuntimeError('"clamp" is not implemented for \'Bool\'')
+        raise RuntimeError("\"clamp\" is not implemented for 'Bool'")
     if a.dtype.is_complex:
         raise RuntimeError("clamp is not supported for complex types")
     computation_dtype, result_dtype = elementwise_dtypes(a, min, max, kind=DEFAULT)

@@ -71,7 +71,9 @@ def advanced_getitem(a: TensorProxy, key: Any) -> TensorProxy:
         if isinstance(k, TensorProxy):
             _int_index(k, "indexing")
         elif not (k is None or k is Ellipsis or isinstance(k, (int, slice))):
-            raise NotImplementedError(f"indexing a tensor with {type(k).__name__} is not supported by thunder")
+            raise NotImplementedError(
+                f"indexing a tensor with {type(k).__name__} is not supported by thunder"
+            )
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > a.ndim:
         raise IndexError(f"too many indices for tensor of dimension {a.ndim}")
@@ -142,7 +144,9 @@ def _scatter_shapes(a: TensorProxy, index: TensorProxy, src: Any) -> tuple[Tenso
     return (reshape(a, one) if a.ndim == 0 else a), (reshape(index, one) if index.ndim == 0 else index), src
 
 
-def _scatter_op(prim: Any, a: TensorProxy, dim: int, index: TensorProxy, src: Any, *extra: Any) -> TensorProxy:
+def _scatter_op(
+    prim: Any, a: TensorProxy, dim: int, index: TensorProxy, src: Any, *extra: Any
+) -> TensorProxy:
     index = _long_index(index, "scatter")
     d = _scatter_checks(a, dim, index, src)
     if index.numel() == 0:
@@ -206,20 +210,26 @@ def _index_update(prim: Any, name: str, a: TensorProxy, dim: int, index: TensorP
     d = canonical_dim(dim, a.ndim)
     index = _vector_index(index, name)
     if source.dtype is not a.dtype:
-        raise RuntimeError(f"{name}(): self ({a.dtype.name}) and source ({source.dtype.name}) must have the same scalar type")
+        raise RuntimeError(
+            f"{name}(): self ({a.dtype.name}) and source ({source.dtype.name}) must have the same scalar type"
+        )
     if a.ndim == 0:
         result = prim(reshape(a, (1,)), 0, index, reshape(source, (source.numel(),)))
         return reshape(result, ())
     expected = a.shape[:d] + (index.numel(),) + a.shape[d + 1 :]
     if source.shape != expected:
         if source.numel() != index.numel() or source.ndim > 1 or a.ndim > 1:
-            raise RuntimeError(f"{name}(): source of shape {list(source.shape)} does not match {list(expected)}")
+            raise RuntimeError(
+                f"{name}(): source of shape {list(source.shape)} does not match {list(expected)}"
+            )
         source = reshape(source, expected)
     return prim(a, d, index, source)
 
 
 @torchsymbol(torch.index_add, torch.Tensor.index_add, method="index_add", tags=INDEXING)
-def index_add(a: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy, *, alpha: Any = 1) -> TensorProxy:
+def index_add(
+    a: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy, *, alpha: Any = 1
+) -> TensorProxy:
     if alpha != 1:
         source = to_dtype(prims.mul(source, to_dtype(alpha, source.dtype)), source.dtype)
     return _index_update(prims.index_add, "index_add", a, dim, index, source)
@@ -294,7 +304,9 @@ def _masked_put(a: TensorProxy, mask: TensorProxy, values: TensorProxy, accumula
         # one row of values for every selected position
         row = reshape(values, values.shape[1:]) if values.ndim == len(rest) + 1 else values
         if broadcast_shapes(row.shape, rest) != rest:
-            raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast")
+            raise RuntimeError(
+                f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast"
+            )
         spread = expand_to(row, a.shape)
         if accumulate:
             return prims.add(a, prims.where(full_mask, spread, zero))
@@ -336,10 +348,14 @@ def take_along_dim(a: TensorProxy, indices: TensorProxy, dim: int | None = None)
     if dim is None:
         return take(a, reshape(indices, (indices.numel(),)))
     if a.ndim != indices.ndim:
-        raise RuntimeError("torch.take_along_dim(): input and indices should have the same number of dimensions")
+        raise RuntimeError(
+            "torch.take_along_dim(): input and indices should have the same number of dimensions"
+        )
     d = canonical_dim(dim, a.ndim)
     # the other dims broadcast
-    a_shape = broadcast_shapes(a.shape[:d] + (1,) + a.shape[d + 1 :], indices.shape[:d] + (1,) + indices.shape[d + 1 :])
+    a_shape = broadcast_shapes(
+        a.shape[:d] + (1,) + a.shape[d + 1 :], indices.shape[:d] + (1,) + indices.shape[d + 1 :]
+    )
     a = expand_to(a, a_shape[:d] + (a.shape[d],) + a_shape[d + 1 :])
     indices = expand_to(indices, a_shape[:d] + (indices.shape[d],) + a_shape[d + 1 :])
     return prims.take_along_axis(a, indices, d)
@@ -348,7 +364,9 @@ def take_along_dim(a: TensorProxy, indices: TensorProxy, dim: int | None = None)
 @torchsymbol(torch.masked_fill, torch.Tensor.masked_fill, method="masked_fill", tags=INDEXING)
 def masked_fill(a: TensorProxy, mask: TensorProxy, value: Any) -> TensorProxy:
     if mask.dtype is not dtypes.bool8:
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype.name}")
+        raise RuntimeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype.name}"
+        )
     if isinstance(value, TensorProxy):
         if value.ndim != 0:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor")
@@ -366,7 +384,9 @@ def masked_fill(a: TensorProxy, mask: TensorProxy, value: Any) -> TensorProxy:
 def masked_scatter(a: TensorProxy, mask: TensorProxy, source: TensorProxy) -> TensorProxy:
     """The i-th True of ``mask`` (in order) takes ``source``'s i-th element: a gather at the running count."""
     if mask.dtype is not dtypes.bool8:
-        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype.name}")
+        raise RuntimeError(
+            f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype.name}"
+        )
     if source.dtype is not a.dtype:
         raise RuntimeError("masked_scatter: expected self and source to have same dtypes")
     shape = broadcast_shapes(a.shape, mask.shape)
@@ -417,7 +437,9 @@ def select_scatter(a: TensorProxy, src: TensorProxy, dim: int, index: int) -> Te
     d = canonical_dim(dim, a.ndim)
     size = a.shape[d]
     if not -size <= index < size:
-        raise IndexError(f"select(): index {index} out of range for tensor of size {list(a.shape)} at dimension {d}")
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(a.shape)} at dimension {d}"
+        )
     expected = a.shape[:d] + a.shape[d + 1 :]
     if src.shape != expected:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
@@ -427,7 +449,9 @@ def select_scatter(a: TensorProxy, src: TensorProxy, dim: int, index: int) -> Te
 
 
 @torchsymbol(torch.diagonal_scatter, tags=INDEXING)
-def diagonal_scatter(a: TensorProxy, src: TensorProxy, offset: int = 0, dim1: int = 0, dim2: int = 1) -> TensorProxy:
+def diagonal_scatter(
+    a: TensorProxy, src: TensorProxy, offset: int = 0, dim1: int = 0, dim2: int = 1
+) -> TensorProxy:
     from thunder.torch.views import _diagonal_shape, diagonal
 
     d1, d2, length = _diagonal_shape(a, offset, dim1, dim2)

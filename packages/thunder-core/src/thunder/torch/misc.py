@@ -16,6 +16,7 @@ from thunder.torch.shape import T, cat, mT, reshape
 from thunder.torch.utils import canonical_dim, expand_to, to_dtype
 from thunder.torch.views import _slice_dim, diagonal, narrow
 
+
 @torchsymbol(torch.clone, torch.Tensor.clone, method="clone")
 def clone(a: TensorProxy, *, memory_format: Any = None) -> TensorProxy:
     """A copy; in a functional trace, the same value."""
@@ -26,7 +27,9 @@ def clone(a: TensorProxy, *, memory_format: Any = None) -> TensorProxy:
 def fill(a: TensorProxy, value: Any) -> TensorProxy:
     if isinstance(value, TensorProxy):
         if value.ndim != 0:
-            raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
+            raise RuntimeError(
+                f"fill only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+            )
         return prims.broadcast_in_dim(to_dtype(value, a.dtype), a.shape, ())
     return prims.full(a.shape, to_dtype(value, a.dtype), device=a.device, dtype=a.dtype)
 
@@ -45,6 +48,8 @@ def diff(a: TensorProxy, n: int = 1, dim: int = -1, prepend: Any = None, append:
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = canonical_dim(dim, a.ndim)
+    if n == 0:
+        return a
     edge = a.shape[:d] + (1,) + a.shape[d + 1 :]
 
     def as_part(x: Any) -> TensorProxy:
@@ -82,7 +87,9 @@ def cummin(a: TensorProxy, dim: int) -> tuple[TensorProxy, TensorProxy]:
 
 
 @torchsymbol(torch.isin)
-def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False) -> TensorProxy:
+def isin(
+    elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False
+) -> TensorProxy:
     """Each element compared with every test element: memory grows with the product of their sizes."""
     if not isinstance(elements, TensorProxy):
         elements = prims.full((), elements, device=test_elements.device, dtype=test_elements.dtype)
@@ -100,7 +107,9 @@ def index_reduce(a: TensorProxy, dim: int, index: TensorProxy, source: TensorPro
                  include_self: bool = True) -> TensorProxy:  # fmt: skip
     """The slices of ``source`` reduced into ``a`` at ``index`` along ``dim``: a scatter_reduce."""
     if reduce not in ("prod", "mean", "amax", "amin"):
-        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+        raise RuntimeError(
+            f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}."
+        )
     if index.ndim > 1 or not dtypes.is_integer(index.dtype):
         raise IndexError("index_reduce_(): Index is supposed to be a vector of integers")
     if source.dtype is not a.dtype:
@@ -188,5 +197,10 @@ def mH(a: TensorProxy) -> TensorProxy:  # noqa: N802 -- torch's name
 
 
 # torch.Tensor.T and friends are properties: their OpInfos call ``x.T``; the symbols above stand for them.
-for _property, _symbol in ((torch.Tensor.T, T), (torch.Tensor.mT, mT), (torch.Tensor.H, H), (torch.Tensor.mH, mH)):
+for _property, _symbol in (
+    (torch.Tensor.T, T),
+    (torch.Tensor.mT, mT),
+    (torch.Tensor.H, H),
+    (torch.Tensor.mH, mH),
+):
     alias(_property, _symbol)

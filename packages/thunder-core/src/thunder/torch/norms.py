@@ -22,7 +22,9 @@ def _norm_dtypes(a: TensorProxy, dtype: Any) -> tuple[dtypes.dtype, dtypes.dtype
     if dtype is not None:
         result = dtypes.to_dtype(dtype)
         if not result.is_floating_point:
-            raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got {result.name}")
+            raise RuntimeError(
+                f"linalg.vector_norm: dtype should be floating point or complex, but got {result.name}"
+            )
     elif a.dtype.is_floating_point:
         result = a.dtype
     else:
@@ -65,7 +67,9 @@ def _matrix_norm(a: TensorProxy, ord: Any, dims: tuple[int, ...], keepdim: bool,
     if ord in ("fro",):
         return _vector_norm(a, 2.0, dims, keepdim, dtype)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"the matrix norm of order {ord!r} needs singular values, which thunder does not have yet")
+        raise NotImplementedError(
+            f"the matrix norm of order {ord!r} needs singular values, which thunder does not have yet"
+        )
     if ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if a.ndim < 2:
@@ -74,7 +78,11 @@ def _matrix_norm(a: TensorProxy, ord: Any, dims: tuple[int, ...], keepdim: bool,
     # 1: max over columns of the column sums; inf: max over rows of the row sums
     summed, reduced = (d0, d1) if abs(ord) == 1 else (d1, d0)
     sums = _vector_norm(a, 1.0, (summed,), True, dtype)
-    result = (prims.amax if ord > 0 else prims.amin)(sums, (reduced, summed))
+    if ord > 0 and a.shape[reduced] == 0:  # the largest of no sums is 0, as in eager
+        shape = tuple(size for i, size in enumerate(sums.shape) if i not in dims)
+        result = prims.full(shape, 0, device=a.device, dtype=sums.dtype)
+    else:
+        result = (prims.amax if ord > 0 else prims.amin)(sums, (reduced, summed))
     result = keep_dims(result, a, dims) if keepdim else result
     return result
 
@@ -97,7 +105,9 @@ def linalg_norm(a: TensorProxy, ord: Any = None, dim: Any = None, keepdim: bool 
         dims = canonical_dims(dim, a.ndim) if dim is not None else tuple(range(a.ndim))
         return _vector_norm(a, 2.0, dims, keepdim, dtype)
     if dim is None and a.ndim not in (1, 2):
-        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {a.ndim}D.")
+        raise RuntimeError(
+            f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {a.ndim}D."
+        )
     dims = tuple(canonical_dim(d, a.ndim) for d in dim) if dim is not None else tuple(range(a.ndim))
     if len(dims) == 2:
         return _matrix_norm(a, ord, dims, keepdim, dtype)
@@ -107,7 +117,9 @@ def linalg_norm(a: TensorProxy, ord: Any = None, dim: Any = None, keepdim: bool 
 
 
 @torchsymbol(torch.norm, torch.Tensor.norm, method="norm", tags=REDUCTION)
-def norm(a: TensorProxy, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> TensorProxy:
+def norm(
+    a: TensorProxy, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None
+) -> TensorProxy:
     """``torch.norm``: 'fro' and numbers are vector norms over ``dim`` (all dims by default); 'nuc' is refused."""
     if isinstance(dim, int):
         dim = (dim,)

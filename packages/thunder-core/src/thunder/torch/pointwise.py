@@ -38,7 +38,7 @@ def _real_only(name: str, *args: Any) -> None:
 
 def _float_only(name: str, a: TensorProxy) -> None:
     if not (a.dtype.is_floating_point or a.dtype.is_complex):
-        raise RuntimeError(f'"{name}" is not implemented for \'{a.dtype.name}\'')
+        raise RuntimeError(f"\"{name}\" is not implemented for '{a.dtype.name}'")
 
 
 def _methods(*names: str) -> tuple[Any, ...]:
@@ -107,7 +107,9 @@ def isreal(a: TensorProxy) -> TensorProxy:
 
 
 @torchsymbol(torch.isclose, torch.Tensor.isclose, method="isclose", tags=ELEMENTWISE)
-def isclose(a: TensorProxy, b: TensorProxy, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> TensorProxy:
+def isclose(
+    a: TensorProxy, b: TensorProxy, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> TensorProxy:
     _real_only("isclose", a, b)
     if a.dtype is not b.dtype:
         raise RuntimeError(f"{a.dtype.name} did not match {b.dtype.name}")
@@ -263,7 +265,9 @@ def lerp(start: TensorProxy, end: TensorProxy, weight: Any) -> TensorProxy:
     if start.dtype is not end.dtype:
         raise RuntimeError(f"expected dtype {start.dtype.name} for `end` but got dtype {end.dtype.name}")
     if isinstance(weight, TensorProxy) and weight.dtype is not start.dtype:
-        raise RuntimeError(f"expected dtype {start.dtype.name} for `weight` but got dtype {weight.dtype.name}")
+        raise RuntimeError(
+            f"expected dtype {start.dtype.name} for `weight` but got dtype {weight.dtype.name}"
+        )
     (s, e, w), _, result_dtype = _inputs(start, end, weight, kind=DEFAULT)
     difference = prims.sub(e, s)
     # as PyTorch's kernel: from the nearer end, for accuracy at weight 1
@@ -309,4 +313,8 @@ _ALIASES: dict[Any, Any] = {
     torch.special.round: ew.round,
 }  # fmt: skip
 for _torch_fn, _symbol in _ALIASES.items():
-    alias(_torch_fn, _symbol, method=_torch_fn.__name__ if isinstance(_torch_fn, type(torch.Tensor.arccos)) else ())
+    alias(
+        _torch_fn,
+        _symbol,
+        method=_torch_fn.__name__ if isinstance(_torch_fn, type(torch.Tensor.arccos)) else (),
+    )

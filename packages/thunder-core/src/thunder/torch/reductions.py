@@ -151,12 +151,16 @@ def std_mean(a: TensorProxy, dim: Any = None, unbiased: bool | None = None, keep
     return deviation, mean(a, _correction(dim, unbiased, correction)[0], keepdim)
 
 
-def _values_and_indices(a: TensorProxy, dim: int, keepdim: bool, largest: bool) -> tuple[TensorProxy, TensorProxy]:
+def _values_and_indices(
+    a: TensorProxy, dim: int, keepdim: bool, largest: bool
+) -> tuple[TensorProxy, TensorProxy]:
     if a.ndim == 0:
         return a, prims.full((), 0, device=a.device, dtype=dtypes.int64)
     (d,) = canonical_dims(dim, a.ndim)
     if a.shape[d] == 0:
-        raise IndexError(f"{'max' if largest else 'min'}(): Expected reduction dim {d} to have non-zero size.")
+        raise IndexError(
+            f"{'max' if largest else 'min'}(): Expected reduction dim {d} to have non-zero size."
+        )
     values = (prims.amax if largest else prims.amin)(a, (d,))
     # PyTorch has no argmax for bools; their order is that of uint8
     searched = to_dtype(a, dtypes.uint8) if a.dtype is dtypes.bool8 else a
@@ -192,9 +196,13 @@ def min(a: TensorProxy, dim: Any = None, keepdim: bool = False) -> Any:  # noqa:
 
 
 @torchsymbol(torch.aminmax, torch.Tensor.aminmax, method="aminmax", tags=REDUCTION)
-def aminmax(a: TensorProxy, *, dim: int | None = None, keepdim: bool = False) -> tuple[TensorProxy, TensorProxy]:
+def aminmax(
+    a: TensorProxy, *, dim: int | None = None, keepdim: bool = False
+) -> tuple[TensorProxy, TensorProxy]:
     if dim is None and a.ndim > 0 and a.numel() == 0:
-        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.")
+        raise RuntimeError(
+            "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
+        )
     if dim is None and keepdim:
         low, high = amin(a, None, False), amax(a, None, False)
         shape = (1,) * a.ndim
@@ -231,7 +239,9 @@ def count_nonzero(a: TensorProxy, dim: Any = None) -> TensorProxy:
     return prims.sum(to_dtype(_truth(a), dtypes.int64), canonical_dims(dim, a.ndim))
 
 
-@torchsymbol(torch.logsumexp, torch.Tensor.logsumexp, torch.special.logsumexp, method="logsumexp", tags=REDUCTION)
+@torchsymbol(
+    torch.logsumexp, torch.Tensor.logsumexp, torch.special.logsumexp, method="logsumexp", tags=REDUCTION
+)
 def logsumexp(a: TensorProxy, dim: Any = (), keepdim: bool = False) -> TensorProxy:
     result_dtype = a.dtype if a.dtype.is_floating_point or a.dtype.is_complex else dtypes.float32
     if a.dtype.is_complex:
@@ -262,7 +272,9 @@ def nansum(a: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any
 @torchsymbol(torch.nanmean, torch.Tensor.nanmean, method="nanmean", tags=REDUCTION)
 def nanmean(a: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
     if not (a.dtype.is_floating_point or a.dtype.is_complex):
-        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got {a.dtype.name}")
+        raise RuntimeError(
+            f"nanmean(): expected input to have floating point or complex dtype but got {a.dtype.name}"
+        )
     present = prims.bitwise_not(prims.isnan(a))
     total = nansum(a, dim, keepdim, dtype=dtype)
     count = sum(present, dim, keepdim)

@@ -46,7 +46,9 @@ def _sort(a: TensorProxy, dim: int, descending: bool, stable: bool) -> tuple[Ten
 
 
 @torchsymbol(torch.sort, torch.Tensor.sort, method="sort", tags=REDUCTION)
-def sort(a: TensorProxy, dim: int = -1, descending: bool = False, stable: bool | None = False) -> tuple[TensorProxy, TensorProxy]:
+def sort(
+    a: TensorProxy, dim: int = -1, descending: bool = False, stable: bool | None = False
+) -> tuple[TensorProxy, TensorProxy]:
     """Values and indices, as a plain tuple (eager returns a named tuple)."""
     if isinstance(dim, bool):  # sort(a, stable, dim=..., descending=...) is keyword-only; keep it simple
         raise NotImplementedError("sort with a positional stable flag is not supported")
@@ -64,7 +66,9 @@ def msort(a: TensorProxy) -> TensorProxy:
 
 
 @torchsymbol(torch.topk, torch.Tensor.topk, method="topk", tags=REDUCTION)
-def topk(a: TensorProxy, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[TensorProxy, TensorProxy]:  # noqa: A002
+def topk(
+    a: TensorProxy, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+) -> tuple[TensorProxy, TensorProxy]:  # noqa: A002
     d = canonical_dim(dim, a.ndim)
     size = a.shape[d] if a.ndim else 1
     if not 0 <= k <= size:
@@ -77,7 +81,9 @@ def _select(a: TensorProxy, dim: int, index: TensorProxy) -> TensorProxy:
     return prims.reshape(prims.take_along_axis(a, index, dim), index.shape[:dim] + index.shape[dim + 1 :])
 
 
-def _order_statistic(a: TensorProxy, dim: int, keepdim: bool, position: Any) -> tuple[TensorProxy, TensorProxy]:
+def _order_statistic(
+    a: TensorProxy, dim: int, keepdim: bool, position: Any
+) -> tuple[TensorProxy, TensorProxy]:
     """Value and index of the element at ``position`` (an int or an index tensor) of the sorted ``dim``."""
     values, indices = prims.sort(a, dim, False, True)
     shape = a.shape[:dim] + (1,) + a.shape[dim + 1 :]

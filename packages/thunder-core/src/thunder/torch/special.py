@@ -32,14 +32,18 @@ def _torch_fns(name: str, special_name: str | None) -> tuple[Any, ...]:
     return tuple(f for f in fns if f is not None)
 
 
-def _special(name: str, prim: Symbol, arity: int, kind: PromotionKind, special_name: str | None = None) -> Symbol:
+def _special(
+    name: str, prim: Symbol, arity: int, kind: PromotionKind, special_name: str | None = None
+) -> Symbol:
     def op(*args: Any) -> Any:
         _real_only(name, *args)
         return apply_elementwise(prim, *args, kind=kind)
 
     op.__name__ = name
     fns = _torch_fns(name, special_name)
-    return torchsymbol(*fns, method=name if hasattr(torch.Tensor, name) else (), name=name, tags=ELEMENTWISE)(op)
+    return torchsymbol(*fns, method=name if hasattr(torch.Tensor, name) else (), name=name, tags=ELEMENTWISE)(
+        op
+    )
 
 
 lgamma = _special("lgamma", prims.lgamma, 1, INT_TO_FLOAT, "gammaln")
@@ -77,7 +81,9 @@ def tensor_polygamma(a: TensorProxy, n: int) -> TensorProxy:
     return polygamma(n, a)
 
 
-@torchsymbol(torch.mvlgamma, torch.Tensor.mvlgamma, torch.special.multigammaln, method="mvlgamma", tags=ELEMENTWISE)
+@torchsymbol(
+    torch.mvlgamma, torch.Tensor.mvlgamma, torch.special.multigammaln, method="mvlgamma", tags=ELEMENTWISE
+)
 def mvlgamma(a: TensorProxy, p: int) -> TensorProxy:
     _real_only("mvlgamma", a)
     if p < 1:

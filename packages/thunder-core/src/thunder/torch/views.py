@@ -67,7 +67,14 @@ def ravel(a: TensorProxy) -> TensorProxy:
     return reshape(a, (a.numel(),))
 
 
-@torchsymbol(torch.movedim, torch.moveaxis, torch.Tensor.movedim, torch.Tensor.moveaxis, method=("movedim", "moveaxis"), tags=SHAPE)
+@torchsymbol(
+    torch.movedim,
+    torch.moveaxis,
+    torch.Tensor.movedim,
+    torch.Tensor.moveaxis,
+    method=("movedim", "moveaxis"),
+    tags=SHAPE,
+)
 def movedim(a: TensorProxy, source: Any, destination: Any) -> TensorProxy:
     sources = (source,) if isinstance(source, int) else tuple(source)
     destinations = (destination,) if isinstance(destination, int) else tuple(destination)
@@ -89,7 +96,9 @@ def movedim(a: TensorProxy, source: Any, destination: Any) -> TensorProxy:
     return permute(a, [next(rest) if o is None else o for o in order])
 
 
-@torchsymbol(torch.swapdims, torch.Tensor.swapdims, torch.Tensor.swapaxes, method=("swapdims", "swapaxes"), tags=SHAPE)
+@torchsymbol(
+    torch.swapdims, torch.Tensor.swapdims, torch.Tensor.swapaxes, method=("swapdims", "swapaxes"), tags=SHAPE
+)
 def swapdims(a: TensorProxy, dim0: int, dim1: int) -> TensorProxy:
     return transpose(a, dim0, dim1)
 
@@ -120,7 +129,9 @@ def narrow(a: TensorProxy, dim: int, start: Any, length: int) -> TensorProxy:
     if isinstance(start, TensorProxy):
         return _narrow_at(a, d, start, length)
     if not -size <= start <= size:
-        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+        raise IndexError(
+            f"start out of range (expected to be in range of [{-size}, {size}], but got {start})"
+        )
     start = start % size if start < 0 else start
     if length < 0 or start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
@@ -145,7 +156,9 @@ def select(a: TensorProxy, dim: int, index: int) -> TensorProxy:
     d = canonical_dim(dim, a.ndim)
     size = a.shape[d]
     if not -size <= index < size:
-        raise IndexError(f"select(): index {index} out of range for tensor of size {list(a.shape)} at dimension {d}")
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(a.shape)} at dimension {d}"
+        )
     return _select(a, d, index % size)
 
 
@@ -180,7 +193,9 @@ def split(a: TensorProxy, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     length = a.shape[canonical_dim(dim, a.ndim)]
     if size < 0 or (size == 0 and length != 0):
-        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
+        raise RuntimeError(
+            f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}"
+        )
     if length == 0:
         return (a,)
     count = math.ceil(length / size)
@@ -204,7 +219,9 @@ def tensor_split(a: TensorProxy, indices_or_sections: Any, dim: int = 0) -> tupl
             "tensor_split with indices in a tensor reads its values, which thunder does not see while tracing"
         )
     if a.ndim == 0:
-        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+        raise RuntimeError(
+            "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
+        )
     d = canonical_dim(dim, a.ndim)
     length = a.shape[d]
     if isinstance(indices_or_sections, int):
@@ -221,10 +238,14 @@ def tensor_split(a: TensorProxy, indices_or_sections: Any, dim: int = 0) -> tupl
 def _directional_split(name: str, dim: int, min_ndim: int) -> Any:
     def op(a: TensorProxy, indices_or_sections: Any) -> tuple[TensorProxy, ...]:
         if a.ndim < min_ndim:
-            raise RuntimeError(f"torch.{name} requires a tensor with at least {min_ndim} dimension, but got {a.ndim}")
+            raise RuntimeError(
+                f"torch.{name} requires a tensor with at least {min_ndim} dimension, but got {a.ndim}"
+            )
         d = 0 if name == "hsplit" and a.ndim == 1 else dim
         if isinstance(indices_or_sections, int) and a.shape[d] % indices_or_sections:
-            raise RuntimeError(f"torch.{name} attempted to split along dimension {d}, but the size is not divisible")
+            raise RuntimeError(
+                f"torch.{name} attempted to split along dimension {d}, but the size is not divisible"
+            )
         return tensor_split(a, indices_or_sections, d)
 
     op.__name__ = name
@@ -300,7 +321,9 @@ def sum_to_size(a: TensorProxy, *size: Any) -> TensorProxy:
     offset = a.ndim - len(shape)
     if offset < 0 or any(s not in (1, a.shape[offset + i]) for i, s in enumerate(shape)):
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(a.shape)}}}.")
-    dims = list(range(offset)) + [offset + i for i, s in enumerate(shape) if s == 1 and a.shape[offset + i] != 1]
+    dims = list(range(offset)) + [
+        offset + i for i, s in enumerate(shape) if s == 1 and a.shape[offset + i] != 1
+    ]
     return reshape(sum_(a, dims), shape) if dims else a
 
 

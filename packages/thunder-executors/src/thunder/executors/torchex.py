@@ -226,7 +226,8 @@ _SPECIAL_FUNCTIONS = (
     + prims.SPECIAL_BINARY_NO_GRAD[:12]
 )  # fmt: skip
 _BINARY_MATH = frozenset(
-    {"zeta", "copysign", "hypot", "igamma", "igammac", "fmax", "fmin"} | set(prims.SPECIAL_BINARY_NO_GRAD)
+    {"zeta", "copysign", "hypot", "igamma", "igammac", "fmax", "fmin", "nextafter"}
+    | set(prims.SPECIAL_BINARY_NO_GRAD)
 )
 
 
@@ -256,8 +257,10 @@ def prim_sort(a: torch.Tensor, dim: int, descending: bool, stable: bool) -> tupl
     return tuple(torch.sort(a, dim=dim, descending=descending, stable=stable))  # type: ignore[return-value]
 
 
-def prim_topk(a: torch.Tensor, k: int, dim: int, largest: bool, sorted: bool) -> tuple[torch.Tensor, torch.Tensor]:  # noqa: A002
-    return tuple(torch.topk(a, k, dim, largest, sorted))  # type: ignore[return-value]
+def prim_topk(
+    a: torch.Tensor, k: int, dim: int, largest: bool, is_sorted: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return tuple(torch.topk(a, k, dim, largest, is_sorted))  # type: ignore[return-value]
 
 
 def prim_scatter_reduce(
@@ -280,7 +283,9 @@ def prim_index_put(
     return torch.ops.aten.index_put(a, list(indices), values, accumulate)
 
 
-def prim_iota(length: int, *, start: Any, step: Any, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+def prim_iota(
+    length: int, *, start: Any, step: Any, device: torch.device, dtype: torch.dtype
+) -> torch.Tensor:
     exact = torch.float64 if dtype.is_floating_point or dtype.is_complex else torch.int64
     values = torch.arange(length, device=device, dtype=exact) * step + start
     return values.to(dtype)
@@ -350,7 +355,9 @@ def _claim_math_prims() -> None:
     for fn in (tensor_T, tensor_mT, tensor_H, tensor_mH):
         symbol = ltorch.symbol_for(getattr(torch.Tensor, fn.__name__.removeprefix("tensor_")))
         if symbol is not None:
-            executor.register_implementation(symbol, executor.register_operator(fn.__name__, fn=fn, like=symbol))
+            executor.register_implementation(
+                symbol, executor.register_operator(fn.__name__, fn=fn, like=symbol)
+            )
     for name in _BINARY_MATH | set(_SPECIAL_FUNCTIONS):
         symbol = getattr(prims, name)
         fn = getattr(torch.special, name, None) if name in _SPECIAL_FUNCTIONS else getattr(torch, name)
@@ -373,12 +380,25 @@ _NN_SAME_SIGNATURE: dict[Symbol, Callable] = {
 _NN_ADAPTED: tuple[Callable, ...] = ()
 
 
+def attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None, is_causal: bool,
+    scale: float | None, enable_gqa: bool,
+) -> torch.Tensor:  # fmt: skip
+    """``ltorch.attention``: scaled_dot_product_attention without dropout."""
+    return torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
+    )
+
+
 def _claim_nn_prims() -> None:
     for symbol, fn in _NN_SAME_SIGNATURE.items():
         executor.register_implementation(symbol, _operator(fn, symbol))
     for fn in _NN_ADAPTED:
         symbol = getattr(prims, fn.__name__.removeprefix("prim_"))
         executor.register_implementation(symbol, executor.register_operator(fn.__name__, fn=fn, like=symbol))
+    executor.register_implementation(
+        ltorch.attention, executor.register_operator("attention", fn=attention, like=ltorch.attention)
+    )
 
 
 _claim_nn_prims()

@@ -104,6 +104,10 @@ def _thunder_type(*args: Any) -> Any:
     return type(*args)
 
 
+def _is_compiling() -> bool:
+    return True
+
+
 def _guard_torch_callable(fn: Any) -> Callable:
     """Call a torch callable thunder has no symbol for, if no tensor goes in or comes out."""
 
@@ -172,6 +176,12 @@ class TracingHooks(InterpreterHooks):
             return _thunder_isinstance
         if fn is type:
             return _thunder_type
+        if fn is torch.finfo or fn is torch.iinfo:  # classes, given a proxy's (thunder) dtype
+            return _guard_torch_callable(fn)
+        if fn is torch.compiler.is_compiling:
+            # True, as under torch.compile: libraries (transformers) then skip data-dependent
+            # branches and checks a tracing compiler cannot follow
+            return _is_compiling
         if _runs_natively(fn):
             return fn
         if _is_torch_callable(fn):

@@ -53,6 +53,8 @@ def _claim(
 
 
 def _fusible_leaves(bound_symbol: BoundSymbol, executor: FusionExecutor) -> list[BoundSymbol]:
+    if not bound_symbol.symbol.is_leaf and not bound_symbol.subsymbols:
+        return []  # returns its input: nothing to run
     if executor.can_fuse(bound_symbol) or not bound_symbol.subsymbols:
         return [bound_symbol]
     return [leaf for sub in bound_symbol.subsymbols for leaf in _fusible_leaves(sub, executor)]
@@ -127,6 +129,9 @@ def _emit(
             producer = producer_of.get(proxy.name)
             if producer is not None and producer < index and node_of[producer] != node_of[index]:
                 dependencies[node_of[index]].add(node_of[producer])
+    reads: dict[tuple[str, int], set[str]] = {node: set() for node in members}
+    for index, (bound_symbol, _) in enumerate(claimed):
+        reads[node_of[index]].update(p.name for p in bound_symbol.proxy_args())
     # RETURN reads everything it returns; DEL must stay after the last use: keep structural symbols
     # after every node that precedes them in the original order.
     order = sorted(members, key=lambda node: members[node][0])
@@ -155,5 +160,6 @@ def _emit(
             executor, indices = regions[node[1]]
             region_index = counters.get(executor.name, 0)
             counters[executor.name] = region_index + 1
-            result.append(executor.fuse([claimed[i][0] for i in indices], region_index))
+            outputs = {name for other, names in reads.items() if other != node for name in names}
+            result.append(executor.fuse([claimed[i][0] for i in indices], region_index, outputs=outputs))
     return result

@@ -70,7 +70,10 @@ def _is_identity(bound_symbol: BoundSymbol) -> bool:
 class NvFuserExecutor(FusionExecutor):
     def is_available(self) -> tuple[bool, str]:
         if not any(importlib.util.find_spec(name) is not None for name in _MODULES):
-            return False, "nvFuser is not installed (pip install 'thunder[nvfuser]'; see NVFUSER.md for the GPU machine)"
+            return (
+                False,
+                "nvFuser is not installed (pip install 'thunder[nvfuser]'; see NVFUSER.md for the GPU machine)",
+            )
         if not torch.cuda.is_available():
             return False, "nvFuser needs a CUDA device"
         return True, ""
@@ -91,7 +94,9 @@ class NvFuserExecutor(FusionExecutor):
     def can_execute(self, bound_symbol: BoundSymbol) -> bool:
         return _is_identity(bound_symbol) or super().can_execute(bound_symbol)
 
-    def fuse(self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None) -> BoundSymbol:
+    def fuse(
+        self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None
+    ) -> BoundSymbol:
         """One ``nvFusion<index>`` bound symbol; ``outputs`` names the values read after the region."""
         region = [b for b in region if not _is_identity(b)]
         produced = [p for b in region for p in b.proxy_outputs() if isinstance(p, TensorProxy)]

@@ -43,7 +43,7 @@ def layout_key(tensor: torch.Tensor) -> tuple:
     """What a definition depends on besides the trace: dtype, sizes, stride order and contiguity."""
     sizes, strides = tuple(tensor.shape), tuple(tensor.stride())
     order = tuple(sorted(range(len(sizes)), key=lambda d: (strides[d], d), reverse=True))
-    contiguity = []
+    contiguity: list[bool | None] = []
     expected = 1
     for d in reversed(order):
         if sizes[d] == 1:
@@ -79,6 +79,13 @@ class _Definer:
         x = self.value(args[0]) if isinstance(args[0], TensorProxy) else None
         if name in ELEMENTWISE:
             result = getattr(ops, ELEMENTWISE[name])(*(self.value(a) for a in args))
+        elif name in REDUCTIONS and args[0].dtype.torch_dtype in (torch.float16, torch.bfloat16):
+            # nvFuser's generated code cannot reduce 16-bit floats directly: accumulate in float32
+            widened = ops.cast(x, self.nvf.DataType.Float)
+            if name == "var":
+                result = ops.var(widened, list(args[1]), b.kwargs.get("correction", 1), False)
+            else:
+                result = getattr(ops, REDUCTIONS[name])(widened, list(args[1]), False)
         elif name == "var":
             result = ops.var(x, list(args[1]), b.kwargs.get("correction", 1), False)
         elif name in REDUCTIONS:

@@ -143,7 +143,9 @@ class _Lowering:
             self.node(out, f"tl.broadcast_to({self.read(args[0], args[0].dtype.torch_dtype)}, {list(self.block)})",
                       [args[0]], args[0].dtype.torch_dtype)  # fmt: skip
         elif name == "reshape":
-            self.node(out, self.read(args[0], args[0].dtype.torch_dtype), [args[0]], args[0].dtype.torch_dtype)
+            self.node(
+                out, self.read(args[0], args[0].dtype.torch_dtype), [args[0]], args[0].dtype.torch_dtype
+            )
         elif name == "convert_element_type":
             source = args[0].dtype.torch_dtype
             self.node(out, self.read(args[0], source), [args[0]], source)
@@ -158,11 +160,22 @@ class _Lowering:
             self.node(out, code, args, torch.bool)
         elif name == "pow":
             computed = _compute_dtype(out.dtype.torch_dtype)
-            self.node(out, ops.POW_EXPONENTS[float(args[1])].format(self.read(args[0], computed)), [args[0]], computed)
+            self.node(
+                out,
+                ops.POW_EXPONENTS[float(args[1])].format(self.read(args[0], computed)),
+                [args[0]],
+                computed,
+            )
         else:
             tensor = next(a for a in args if isinstance(a, TensorProxy))
             computed = _compute_dtype(tensor.dtype.torch_dtype)
-            template = {**ops.UNARY_FLOAT, **ops.UNARY_ANY, **ops.BINARY_FLOAT, **ops.BINARY_ANY, **ops.BINARY_INTEGER}[name]
+            template = {
+                **ops.UNARY_FLOAT,
+                **ops.UNARY_ANY,
+                **ops.BINARY_FLOAT,
+                **ops.BINARY_ANY,
+                **ops.BINARY_INTEGER,
+            }[name]
             if name == "bitwise_not":
                 template = "(~{0})" if computed != torch.bool else "({0} == 0)"
             result = torch.bool if name in ("isnan", "isfinite") else computed
@@ -175,9 +188,17 @@ class _Lowering:
         base = out.name
         f32 = torch.float32
         self.nodes.append(_Reduce(f"{base}__s1", "sum", source.name, reads=[source.name]))
-        self.nodes.append(_Node(f"{base}__mean", "row", f"(v_{base}__s1 / {float(n)!r})", [f"{base}__s1"], f32))
         self.nodes.append(
-            _Node(f"{base}__dev", "full", f"({self.read(source, f32)} - v_{base}__mean)", [source.name, f"{base}__mean"], f32)
+            _Node(f"{base}__mean", "row", f"(v_{base}__s1 / {float(n)!r})", [f"{base}__s1"], f32)
+        )
+        self.nodes.append(
+            _Node(
+                f"{base}__dev",
+                "full",
+                f"({self.read(source, f32)} - v_{base}__mean)",
+                [source.name, f"{base}__mean"],
+                f32,
+            )
         )
         self.nodes.append(_Reduce(f"{base}__s2", "sumsq", f"{base}__dev", reads=[f"{base}__dev"]))
         for internal in ("__s1", "__mean", "__dev", "__s2"):
@@ -202,7 +223,9 @@ class _Dims:
         return math.prod(self.shape[d] for d in self.cols)
 
 
-def _offset(var: str, dims: list[int], shape: tuple[int, ...], strides: tuple[int, ...], index_names: dict) -> str:
+def _offset(
+    var: str, dims: list[int], shape: tuple[int, ...], strides: tuple[int, ...], index_names: dict
+) -> str:
     """The memory offset, in elements, of position ``var`` of the flattened ``dims`` for ``strides``."""
     live = [d for d in dims if shape[d] != 1]
     if not any(strides[d] for d in live):
@@ -258,7 +281,10 @@ def generate_kernel(
         lowering.lower(b)
     strides = {p.name: st for p, (_, st) in zip(kernel.inputs, input_layouts)}
     strides.update({p.name: st for p, st in zip(kernel.outputs, output_strides)})
-    extent = max([sum((s - 1) * abs(st) for s, st in zip(kernel.shape, v)) for v in strides.values()] + [dims.R * dims.N])
+    extent = max(
+        [sum((s - 1) * abs(st) for s, st in zip(kernel.shape, v)) for v in strides.values()]
+        + [dims.R * dims.N]
+    )
     emitter = _Emitter(kernel, dims, block, lowering, strides, wide=extent > _INT32_MAX)
     body = emitter.emit(reduction)
     parameters = [f"in_{p.name}" for p in kernel.inputs] + [f"out_{p.name}" for p in kernel.outputs]
@@ -336,7 +362,9 @@ class _Emitter:
         lines.append("first = rmask & (zc == 0)")
         for p in self.kernel.inputs:
             if self.kernel.kinds[p.name] == "row":
-                lines.append(f"v_{p.name} = tl.load(in_{p.name} + (ro_{p.name} + zc * 0), mask=rmask_full, other=0)")
+                lines.append(
+                    f"v_{p.name} = tl.load(in_{p.name} + (ro_{p.name} + zc * 0), mask=rmask_full, other=0)"
+                )
         full_outputs = [p.name for p in self.kernel.outputs if self.kind(p.name) == "full"]
         if reduction:
             lines += self.reduction_stages()
@@ -386,7 +414,9 @@ class _Emitter:
         lines += [f"    {line}" for line in body]
         for red in reductions:
             final = ops.REDUCTIONS["sum" if red.fn == "sumsq" else red.fn][2]
-            lines.append(f"v_{red.out} = tl.broadcast_to({final.format(f'acc_{red.out}')}, [{block_r}, {block_n}])")
+            lines.append(
+                f"v_{red.out} = tl.broadcast_to({final.format(f'acc_{red.out}')}, [{block_r}, {block_n}])"
+            )
         return lines
 
     def column_body(self, targets: list[str], reductions: list[_Reduce], store: bool) -> list[str]:
@@ -399,18 +429,26 @@ class _Emitter:
         for name in loads:
             # a tensor broadcast along the rows is loaded as one row of the block
             if self.zero_rows(name) and offsets[name] != "c * 0":
-                lines.append(f"v_{name} = tl.load(in_{name} + {offsets[name]}, mask=c < {self.dims.N}, other=0)")
+                lines.append(
+                    f"v_{name} = tl.load(in_{name} + {offsets[name]}, mask=c < {self.dims.N}, other=0)"
+                )
             else:
-                lines.append(f"v_{name} = tl.load(in_{name} + (ro_{name} + {offsets[name]}), mask=m, other=0)")
+                lines.append(
+                    f"v_{name} = tl.load(in_{name} + (ro_{name} + {offsets[name]}), mask=m, other=0)"
+                )
         lines += [f"v_{n.out} = {n.code}" for n in nodes]
         for red in reductions:
             identity, combine, _ = ops.REDUCTIONS["sum" if red.fn == "sumsq" else red.fn]
             value = self.lowering.read_name(red.source, torch.float32)
             if red.fn == "sumsq":
                 value = f"{value} * {value}"
-            lines.append(f"acc_{red.out} = {combine.format(f'acc_{red.out}', f'tl.where(m, {value}, {identity})')}")
+            lines.append(
+                f"acc_{red.out} = {combine.format(f'acc_{red.out}', f'tl.where(m, {value}, {identity})')}"
+            )
         if store:
             for name in targets:
-                value = f"tl.broadcast_to(v_{name}, [{self.block[0]}, {self.block[1]}])"  # loads may be narrow
+                value = (
+                    f"tl.broadcast_to(v_{name}, [{self.block[0]}, {self.block[1]}])"  # loads may be narrow
+                )
                 lines.append(f"tl.store(out_{name} + (ro_{name} + {offsets[name]}), {value}, mask=m)")
         return lines

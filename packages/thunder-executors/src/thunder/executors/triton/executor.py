@@ -96,7 +96,9 @@ class TritonExecutor(FusionExecutor):
             return True
         return super().can_execute(bound_symbol)
 
-    def fuse(self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None) -> BoundSymbol:
+    def fuse(
+        self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None
+    ) -> BoundSymbol:
         """One ``TritonFusion<index>`` bound symbol computing ``region``.
 
         ``outputs`` names the region's values read after it; without it every value is an output.

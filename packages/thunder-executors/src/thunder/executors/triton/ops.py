@@ -62,7 +62,11 @@ BINARY_ANY: dict[str, str] = {
     "maximum": "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
     "minimum": "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
 }
-BINARY_INTEGER: dict[str, str] = {"bitwise_and": "({0} & {1})", "bitwise_or": "({0} | {1})", "bitwise_xor": "({0} ^ {1})"}
+BINARY_INTEGER: dict[str, str] = {
+    "bitwise_and": "({0} & {1})",
+    "bitwise_or": "({0} | {1})",
+    "bitwise_xor": "({0} ^ {1})",
+}
 COMPARISONS: dict[str, str] = {
     "eq": "({0} == {1})",
     "ne": "({0} != {1})",
@@ -85,8 +89,16 @@ POW_EXPONENTS: dict[float, str] = {
 # reductions: (identity element, combine template, final block reduction)
 REDUCTIONS: dict[str, tuple[str, str, str]] = {
     "sum": ("0.0", "({0} + {1})", "tl.sum({0}, axis=1, keep_dims=True)"),
-    "amax": ("-float('inf')", "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)", "tl.max({0}, axis=1, keep_dims=True)"),
-    "amin": ("float('inf')", "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)", "tl.min({0}, axis=1, keep_dims=True)"),
+    "amax": (
+        "-float('inf')",
+        "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
+        "tl.max({0}, axis=1, keep_dims=True)",
+    ),
+    "amin": (
+        "float('inf')",
+        "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
+        "tl.min({0}, axis=1, keep_dims=True)",
+    ),
 }
 
 TRITON_DTYPES: dict[torch.dtype, str] = {

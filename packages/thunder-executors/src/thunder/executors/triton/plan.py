@@ -120,7 +120,11 @@ class _Planner:
         others = [i for i in reversed(range(len(self.steps))) if i not in homes]
         for index in producer_kernels + others:
             step = self.steps[index]
-            if isinstance(step, KernelPlan) and self._fits(step, index, b, operands) and self._acyclic(index, homes):
+            if (
+                isinstance(step, KernelPlan)
+                and self._fits(step, index, b, operands)
+                and self._acyclic(index, homes)
+            ):
                 return index
         return None
 
@@ -138,7 +142,9 @@ class _Planner:
                 return False  # views of loaded tensors are host views (they are free there)
             target = tuple(b.output.shape)
             if name == "broadcast_in_dim":
-                return local[source.name] == "row" and target == kernel.shape and self._row_broadcast(kernel, b)
+                return (
+                    local[source.name] == "row" and target == kernel.shape and self._row_broadcast(kernel, b)
+                )
             return kernel.kind_of(target) == local[source.name] == "row"
         kind = kernel.kind_of(tuple(b.output.shape))
         return kind is not None and all(k == kind for k in local.values())
@@ -194,7 +200,7 @@ class _Planner:
                 else [p.name for p in step.bound_symbol.proxy_args()]
             )
             read_elsewhere.update(n for n in names if self.home.get(n, index) != index)
-        for index, step in enumerate(self.steps):
+        for step in self.steps:
             if isinstance(step, KernelPlan):
                 produced = [b.output for b in step.bound_symbols]
                 step.outputs = [p for p in produced if p.name in wanted or p.name in read_elsewhere]

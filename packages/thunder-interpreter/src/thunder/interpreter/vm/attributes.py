@@ -27,9 +27,13 @@ def is_user_function(value: Any) -> bool:
     return module is None or not module.startswith(_LIBRARY_PREFIXES)
 
 
+def _written_by_program(context: Any, obj: Any, name: str) -> bool:
+    return context.written_attributes.get((id(obj), name)) is obj
+
+
 def load_attribute(context: Any, obj: Any, name: str) -> Any:
     value, interpreted = _get_attribute(context, obj, name)
-    if not interpreted:
+    if not interpreted and not _written_by_program(context, obj, name):
         base = context.provenance.source_of(obj)
         if base is not None:
             value = context.load(value, AttributeSource(base, name))
@@ -64,7 +68,7 @@ def load_method(context: Any, obj: Any, name: str) -> tuple[Any, Any]:
         if type(descriptor) is FunctionType and not _in_instance_dict(obj, name):
             return descriptor, obj
     value, interpreted = _get_attribute(context, obj, name)
-    if not interpreted and not _is_bound_to(value, obj):
+    if not interpreted and not _is_bound_to(value, obj) and not _written_by_program(context, obj, name):
         base = context.provenance.source_of(obj)
         if base is not None:
             value = context.load(value, AttributeSource(base, name))

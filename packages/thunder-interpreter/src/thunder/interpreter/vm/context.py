@@ -35,6 +35,7 @@ class InterpreterContext:
         "next_methods",
         "dict_views",
         "located",
+        "written_attributes",
     )
 
     def __init__(self, hooks: InterpreterHooks) -> None:
@@ -50,6 +51,9 @@ class InterpreterContext:
         self.next_methods: dict = {}
         self.dict_views: dict = {}
         self.located: BaseException | None = None  # the exception on_exception last saw
+        # (id(obj), name) -> obj for attributes the program assigned on objects read from outside the
+        # call: reading one back gives what the program itself wrote, which needs no prologue check
+        self.written_attributes: dict[tuple[int, str], Any] = {}
 
     def load(self, value: Any, source: Source) -> Any:
         """Report a value with known provenance and remember the source of what is used."""

@@ -32,8 +32,11 @@ def store_attr(frame: Any, op: Any) -> None:
     value = stack.pop()
     context = frame.context
     # Only objects read from outside the call outlive it; those the program made itself hold anything.
-    if context.provenance.source_of(obj) is None or not context.hooks.on_store_attr(obj, op.argval, value):
+    if context.provenance.source_of(obj) is None:
         setattr(obj, op.argval, value)
+    elif not context.hooks.on_store_attr(obj, op.argval, value):
+        setattr(obj, op.argval, value)
+        context.written_attributes[(id(obj), op.argval)] = obj
 
 
 @handles("DELETE_ATTR")
