@@ -926,7 +926,7 @@ def _scatter_reduce_vjp(
     indexed = scatter(full(a.shape, 0.0, device=a.device, dtype=g.dtype), dim, index, 1.0)
     not_indexed = eq(indexed, 0.0)
     if reduce == "mean":
-        from_self = where(not_indexed, 1.0, 1.0 if include_self else 0.0)
+        from_self = convert_element_type(where(not_indexed, 1.0, 1.0 if include_self else 0.0), g.dtype)
         counts = scatter_add(from_self, dim, index, full(index.shape, 1.0, device=a.device, dtype=g.dtype))
         share = div(g, counts)
         grad_a = where(not_indexed, g, share if include_self else 0.0)

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 from thunder.core import dtypes, prims
+from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
 from thunder.torch.reductions import keep_dims
 from thunder.torch.registry import torchsymbol
@@ -63,9 +64,39 @@ def vector_norm(a: TensorProxy, ord: float = 2, dim: Any = None, keepdim: bool =
     return _vector_norm(a, float(ord), dims, keepdim, dtype)
 
 
+@register_vjp(vector_norm)
+def _vector_norm_vjp(g: Any, a: Any, ord: Any, dim: Any, keepdim: bool, *, out: Any, dtype: Any = None) -> tuple:  # noqa: A002
+    """Subgradients where eager takes them: 0 at a zero norm, an even split among tied maxima."""
+    if g is None:
+        return (None,) * 4
+    dims = canonical_dims(dim, a.ndim)
+    computation_dtype = dtypes.float32 if dtypes.is_low_precision(a.dtype) else a.dtype
+    x = to_dtype(a, computation_dtype)
+    norm, g = to_dtype(keep_dims(out, a, dims), computation_dtype), to_dtype(keep_dims(g, a, dims), computation_dtype)
+    kept = tuple(range(a.ndim))
+    norm, g = prims.broadcast_in_dim(norm, a.shape, kept), prims.broadcast_in_dim(g, a.shape, kept)
+    ord = float(ord)
+    sign = prims.sign(x)
+    if ord == 0:
+        return (None,) * 4
+    if ord == 1:
+        grad = prims.mul(g, sign)
+    elif math.isinf(ord):
+        hits = prims.eq(prims.abs(x), norm)
+        count = prims.broadcast_in_dim(
+            keep_dims(prims.sum(to_dtype(hits, computation_dtype), dims), a, dims), a.shape, kept
+        )
+        grad = prims.where(hits, prims.div(prims.mul(g, sign), count), 0.0)
+    else:
+        power = prims.pow(prims.abs(x), ord - 1.0) if ord != 2 else prims.abs(x)
+        scale = prims.pow(norm, ord - 1.0) if ord != 2 else norm
+        grad = prims.where(prims.eq(norm, 0.0), 0.0, prims.div(prims.mul(prims.mul(g, sign), power), scale))
+    return (to_dtype(grad, a.dtype), None, None, None)
+
+
 def _matrix_norm(a: TensorProxy, ord: Any, dims: tuple[int, ...], keepdim: bool, dtype: Any) -> TensorProxy:  # noqa: A002
     if ord in ("fro",):
-        return _vector_norm(a, 2.0, dims, keepdim, dtype)
+        return vector_norm(a, 2.0, dims, keepdim, dtype=dtype)
     if ord in ("nuc", 2, -2):
         raise NotImplementedError(
             f"the matrix norm of order {ord!r} needs singular values, which thunder does not have yet"
@@ -103,7 +134,7 @@ def linalg_norm(a: TensorProxy, ord: Any = None, dim: Any = None, keepdim: bool 
         dim = (dim,)
     if ord is None:
         dims = canonical_dims(dim, a.ndim) if dim is not None else tuple(range(a.ndim))
-        return _vector_norm(a, 2.0, dims, keepdim, dtype)
+        return vector_norm(a, 2.0, dims, keepdim, dtype=dtype)
     if dim is None and a.ndim not in (1, 2):
         raise RuntimeError(
             f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {a.ndim}D."
@@ -113,7 +144,7 @@ def linalg_norm(a: TensorProxy, ord: Any = None, dim: Any = None, keepdim: bool 
         return _matrix_norm(a, ord, dims, keepdim, dtype)
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord {ord!r} is a matrix norm")
-    return _vector_norm(a, float(ord), dims, keepdim, dtype)
+    return vector_norm(a, float(ord), dims, keepdim, dtype=dtype)
 
 
 @torchsymbol(torch.norm, torch.Tensor.norm, method="norm", tags=REDUCTION)
@@ -132,7 +163,7 @@ def norm(
     if isinstance(p, str):
         raise RuntimeError(f"torch.norm: unknown norm {p!r}")
     dims = canonical_dims(dim, a.ndim)
-    return _vector_norm(a, float(p), dims, keepdim, dtype)
+    return vector_norm(a, float(p), dims, keepdim, dtype=dtype)
 
 
 @torchsymbol(torch.dist, torch.Tensor.dist, method="dist", tags=REDUCTION)

@@ -175,9 +175,8 @@ class _Lowering:
                 **ops.BINARY_FLOAT,
                 **ops.BINARY_ANY,
                 **ops.BINARY_INTEGER,
+                "bitwise_not": "(~{0})" if computed != torch.bool else "({0} == 0)",
             }[name]
-            if name == "bitwise_not":
-                template = "(~{0})" if computed != torch.bool else "({0} == 0)"
             result = torch.bool if name in ("isnan", "isfinite") else computed
             self.node(out, template.format(*(self.read(a, computed) for a in args)), args, result)
 
