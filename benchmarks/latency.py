@@ -85,15 +85,20 @@ def first_call(device: str) -> None:
     torch.testing.assert_close(actual, expected, atol=1e-3, rtol=1e-3)
     stages = thunder.compile_stats(jitted).last_stage_seconds
     compile_seconds = sum(stages.values())
-    print(f"\nGPT-2 small forward (12 layers, d=768, 12 heads, seq 64), first call of thunder.jit:")
-    print(f"  trace + compile {compile_seconds:.3f} s, whole first call {total:.3f} s (eager forward {eager:.3f} s)")
+    print("\nGPT-2 small forward (12 layers, d=768, 12 heads, seq 64), first call of thunder.jit:")
+    print(
+        f"  trace + compile {compile_seconds:.3f} s, whole first call {total:.3f} s (eager forward {eager:.3f} s)"
+    )
     print("  " + ", ".join(f"{name} {seconds * 1e3:.1f} ms" for name, seconds in stages.items()))
 
 
-def per_call_us(fn: Callable[[], object], device: str, calls: int = 2000, repeats: int = 7) -> float:
-    """Median over repeats of the wall time per call, synchronizing once per batch of calls."""
-    for _ in range(50):
+def per_call_us(fn: Callable[[], object], device: str, seconds: float = 0.2, repeats: int = 7) -> float:
+    """Median over repeats of the wall time per call, synchronizing once per batch of calls; a batch
+    holds as many calls as run in about ``seconds`` (at least 10)."""
+    start = time.perf_counter()
+    for _ in range(20):
         fn()
+    calls = max(10, min(5000, int(seconds / max((time.perf_counter() - start) / 20, 1e-9))))
     samples = []
     for _ in range(repeats):
         if device == "cuda":

@@ -339,7 +339,11 @@ def test_last_interpreted_instructions_and_interpreter_log() -> None:
     jitted = thunder.jit(fn)
     jitted(torch.ones(2))
     instructions = thunder.last_interpreted_instructions(jitted)
-    mine = [record for record in instructions if record[0] == "test_last_interpreted_instructions_and_interpreter_log.<locals>.fn"]
+    mine = [
+        record
+        for record in instructions
+        if record[0] == "test_last_interpreted_instructions_and_interpreter_log.<locals>.fn"
+    ]
     assert mine and all(len(record) == 5 for record in instructions)
     assert mine[-1][3] in ("RETURN_VALUE", "RETURN_CONST") and mine[0][2] >= fn.__code__.co_firstlineno
     log = thunder.last_interpreter_log(jitted)
@@ -382,7 +386,12 @@ def test_thunder_module_state_queries() -> None:
     assert jitted.get_buffer("1.running_mean") is model[1].running_mean
     assert jitted.get_submodule("1") is model[1]
     assert [n for n, _ in jitted.named_buffers()] == [n for n, _ in model.named_buffers()]
-    assert [n for n, _ in jitted.named_parameters(prefix="m")] == ["m.0.weight", "m.0.bias", "m.1.weight", "m.1.bias"]
+    assert [n for n, _ in jitted.named_parameters(prefix="m")] == [
+        "m.0.weight",
+        "m.0.bias",
+        "m.1.weight",
+        "m.1.bias",
+    ]
     state = jitted.state_dict()
     assert state.keys() == model.state_dict().keys()
     state["0.bias"] = torch.full((3,), 7.0)

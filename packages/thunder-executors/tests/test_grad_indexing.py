@@ -115,12 +115,22 @@ CASES: dict[str, tuple[Any, Callable[[], tuple]]] = {
     "logsumexp": (torch.logsumexp, lambda: (_rand(3, 4), 1)),
     "vector_norm": (torch.linalg.vector_norm, lambda: (_rand(3, 4), 3.0, 1)),
     "std_mean": (torch.std_mean, lambda: (_rand(3, 4), 1)),
-    "vector_norm_at_zero": (torch.linalg.vector_norm, lambda: (torch.zeros(3, 4, dtype=torch.float64,
-                                                                           requires_grad=True), 2, 1)),  # fmt: skip
-    "vector_norm_inf_ties": (torch.linalg.vector_norm, lambda: (torch.tensor([1.0, -2.0, 2.0], dtype=torch.float64,
-                                                                            requires_grad=True), float("inf"))),  # fmt: skip
-    "scatter_reduce_amax": (torch.scatter_reduce, lambda: (_rand(4, 5), 1, _index(5, 4, 3), _rand(4, 3), "amax")),
-    "scatter_reduce_mean": (torch.scatter_reduce, lambda: (_rand(4, 5), 1, _index(5, 4, 3), _rand(4, 3), "mean")),
+    "vector_norm_at_zero": (
+        torch.linalg.vector_norm,
+        lambda: (torch.zeros(3, 4, dtype=torch.float64, requires_grad=True), 2, 1),
+    ),  # fmt: skip
+    "vector_norm_inf_ties": (
+        torch.linalg.vector_norm,
+        lambda: (torch.tensor([1.0, -2.0, 2.0], dtype=torch.float64, requires_grad=True), float("inf")),
+    ),  # fmt: skip
+    "scatter_reduce_amax": (
+        torch.scatter_reduce,
+        lambda: (_rand(4, 5), 1, _index(5, 4, 3), _rand(4, 3), "amax"),
+    ),
+    "scatter_reduce_mean": (
+        torch.scatter_reduce,
+        lambda: (_rand(4, 5), 1, _index(5, 4, 3), _rand(4, 3), "mean"),
+    ),
 }
 
 

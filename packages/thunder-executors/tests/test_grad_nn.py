@@ -130,7 +130,9 @@ def test_batch_norm_running_stats_match_eager() -> None:
     mean, var = torch.randn(3), torch.rand(3) + 0.5
     expected_mean, expected_var = mean.clone(), var.clone()
     F.batch_norm(x, expected_mean, expected_var, training=True, momentum=0.3)
-    jitted = pipeline.jit(lambda *a: ltorch.batch_norm_running_stats(*a, momentum=0.3), frontend=direct_frontend)
+    jitted = pipeline.jit(
+        lambda *a: ltorch.batch_norm_running_stats(*a, momentum=0.3), frontend=direct_frontend
+    )
     new_mean, new_var = jitted(x, mean, var)
     torch.testing.assert_close(new_mean, expected_mean)
     torch.testing.assert_close(new_var, expected_var)
@@ -139,7 +141,9 @@ def test_batch_norm_running_stats_match_eager() -> None:
 @pytest.mark.parametrize("kwargs", [{}, {"padding_idx": 2}, {"sparse": True}])
 def test_embedding_forward(kwargs: dict) -> None:
     weight, indices = torch.randn(5, 3), torch.randint(0, 5, (4, 2))
-    torch.testing.assert_close(thunder.jit(F.embedding)(indices, weight, **kwargs), F.embedding(indices, weight, **kwargs))
+    torch.testing.assert_close(
+        thunder.jit(F.embedding)(indices, weight, **kwargs), F.embedding(indices, weight, **kwargs)
+    )
 
 
 def test_embedding_refuses_max_norm() -> None:
@@ -151,8 +155,12 @@ def test_sdpa_forward_matches_math_reference() -> None:
     q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 8)
     mask = torch.rand(5, 7) > 0.3
     mask[:, 0] = True
-    expected = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask, enable_gqa=True)
-    actual = thunder.jit(lambda *a: F.scaled_dot_product_attention(*a, attn_mask=mask, enable_gqa=True))(q, k, v)
+    expected = F.scaled_dot_product_attention(
+        q.double(), k.double(), v.double(), attn_mask=mask, enable_gqa=True
+    )
+    actual = thunder.jit(lambda *a: F.scaled_dot_product_attention(*a, attn_mask=mask, enable_gqa=True))(
+        q, k, v
+    )
     torch.testing.assert_close(actual, expected.float(), atol=1e-4, rtol=1e-4)
 
 
@@ -190,5 +198,3 @@ def test_alpha_dropout_keeps_mean_and_variance(fn: Callable) -> None:
     assert math.isclose(out.mean().item(), 0.0, abs_tol=0.05)
     assert math.isclose(out.std().item(), 1.0, abs_tol=0.05)
     torch.testing.assert_close(thunder.jit(lambda x: fn(x, 0.2, False))(x), x)
-
-

@@ -73,6 +73,26 @@ BFLOAT16_OPS = frozenset({
     "sum", "mean", "var", "prod", "amax", "softmax", "log_softmax", "nn.functional.gelu", "nn.functional.silu",
     "nn.functional.relu", "nn.functional.linear", "matmul", "where", "clamp", "pow", "cat",
 })  # fmt: skip
+# ops B: torch.nn.functional and the matmul family (addbmm, addr and interpolate's bicubic, trilinear
+# and area modes round differently from eager in bfloat16 and are left out)
+_F = "nn.functional."
+BFLOAT16_OPS |= frozenset({
+    "addmm", "addmv", "baddbmm", "dot", "vdot", "mv", "outer", "kron", "inner", "tensordot", "linalg.vecdot",
+    "linalg.multi_dot",
+    *(_F + name for name in (
+        "softmin", "cross_entropy", "nll_loss", "normalize", "cosine_similarity", "pairwise_distance",
+        "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+        "adaptive_max_pool3d", "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d", "max_pool3d",
+        "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+        "layer_norm", "rms_norm", "group_norm", "batch_norm", "local_response_norm", "pad", "unfold",
+        "upsample_bilinear", "upsample_nearest", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "bilinear",
+        "hardswish", "leaky_relu", "glu", "elu", "prelu", "celu", "rrelu", "selu", "hardsigmoid", "logsigmoid",
+        "mish", "softsign", "tanhshrink", "threshold", "softshrink", "hardshrink", "hardtanh", "relu6", "softplus",
+        "binary_cross_entropy", "binary_cross_entropy_with_logits", "soft_margin_loss", "margin_ranking_loss",
+        "multilabel_soft_margin_loss", "triplet_margin_loss", "smooth_l1_loss", "l1_loss", "mse_loss",
+        "cosine_embedding_loss", "hinge_embedding_loss", "huber_loss", "poisson_nll_loss", "kl_div",
+    )),
+})  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

@@ -46,7 +46,9 @@ def _eager_executor() -> Executor:
     for torch_fn, symbol in claimed.items():
         if symbol.id not in executor.implementations and callable(torch_fn):
             name = f"op_{symbol.name}"
-            executor.register_implementation(symbol, executor.register_operator(name, fn=torch_fn, like=symbol))
+            executor.register_implementation(
+                symbol, executor.register_operator(name, fn=torch_fn, like=symbol)
+            )
     return executor
 
 
@@ -137,4 +139,3 @@ def check_jit_fixture() -> Callable:
 @pytest.fixture(name="jit")
 def jit_fixture() -> Callable:
     return jit
-

@@ -67,8 +67,8 @@ def getattr_setattr_hasattr(a):
         pass
 
     holder = Holder()
-    setattr(holder, "value", a)
-    return getattr(holder, "value") * 2, hasattr(holder, "value"), getattr(holder, "other", None)
+    setattr(holder, "value", a)  # noqa: B010
+    return getattr(holder, "value") * 2, hasattr(holder, "value"), getattr(holder, "other", None)  # noqa: B009
 
 
 @program("t", lambda seed: 2.5 + seed)
@@ -81,7 +81,7 @@ def numeric_builtins(a, x):
 def string_builtins(a):
     name = "Linear_Layer"
     return (a, name.lower(), name.split("_"), "-".join(["a", "b"]), name.startswith("Lin"), str(3), repr("x"),
-            f"{name:>15}", name.replace("_", " "), ord("a"), chr(98), "{0}-{1}".format(1, 2))  # fmt: skip
+            f"{name:>15}", name.replace("_", " "), ord("a"), chr(98), "{0}-{1}".format(1, 2))  # fmt: skip  # noqa: UP030, UP032
 
 
 @program("t")
@@ -98,7 +98,7 @@ def any_all_and_truthiness(a, b):
 
 @program("t")
 def type_and_id_and_callable(a):
-    return a, type(3).__name__, type(a) is torch.Tensor, callable(len), id(a) == id(a)
+    return a, type(3).__name__, type(a) is torch.Tensor, callable(len), id(a) == id(a)  # noqa: UP003
 
 
 @program("t", lambda seed: {"lr": 0.1 * (seed + 1), "steps": seed + 1})
@@ -183,7 +183,14 @@ def slice_objects_and_index(a):
 
 @program("t")
 def tensor_metadata_builtins(a):
-    return a * 2, a.dtype == torch.float32, a.dtype != torch.int64, a.device.type, a.shape == (a.shape[0], 4), list(a.shape)
+    return (
+        a * 2,
+        a.dtype == torch.float32,
+        a.dtype != torch.int64,
+        a.device.type,
+        a.shape == (a.shape[0], 4),
+        list(a.shape),
+    )
 
 
 @program("t")

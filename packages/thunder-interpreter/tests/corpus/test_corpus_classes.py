@@ -222,7 +222,11 @@ def dataclass_instances(a, width):
     settings = Settings(width)
     settings.tags.append("x")
     other = dataclasses.replace(settings, gain=2.0)
-    return a[:, : settings.width] * other.gain, dataclasses.asdict(settings), settings == Settings(width, 1.5, ["x"])
+    return (
+        a[:, : settings.width] * other.gain,
+        dataclasses.asdict(settings),
+        settings == Settings(width, 1.5, ["x"]),
+    )
 
 
 @program("t")
@@ -327,9 +331,9 @@ def setattr_getattr_delattr_on_objects(a):
         pass
 
     bag = Bag()
-    setattr(bag, "weight", 3.0)
+    setattr(bag, "weight", 3.0)  # noqa: B010
     bag.bias = 1.0
-    value = getattr(bag, "weight") * a + bag.bias
+    value = getattr(bag, "weight") * a + bag.bias  # noqa: B009
     delattr(bag, "weight")
     return value, hasattr(bag, "weight"), vars(bag)
 

@@ -17,7 +17,7 @@ def program(*spec, **options):
 
 
 def count_up(n):
-    for i in range(n):
+    for i in range(n):  # noqa: UP028
         yield i
 
 

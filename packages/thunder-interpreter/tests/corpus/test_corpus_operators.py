@@ -5,7 +5,6 @@ from __future__ import annotations
 import operator
 
 import pytest
-import torch
 
 PROGRAMS: list = []
 
@@ -157,7 +156,7 @@ def subscript_store_and_delete(a, n):
 @program("t", lambda seed: seed * 1.5)
 def fstrings_and_formatting(a, scale):
     name = f"{scale!r}|{scale:.2f}|{'x'!s}|{len(a)}|{a.shape[1]:>4}"
-    message = "%s-%d" % ("k", 3) + "{}".format(scale)
+    message = "%s-%d" % ("k", 3) + "{}".format(scale)  # noqa: UP031, UP032
     return a * scale, name, message
 
 
@@ -201,7 +200,7 @@ def deleting_locals(a):
     out = tmp + 1
     del tmp
     try:
-        tmp  # noqa: B018 -- reading a deleted local raises UnboundLocalError
+        tmp  # noqa: B018, F821 -- reading a deleted local raises UnboundLocalError
     except UnboundLocalError:
         out = out + 1
     return out
@@ -229,11 +228,46 @@ def many_constants_need_extended_args(a):
 @program("t")
 def long_jump_over_a_large_block(a):
     if a.shape[0] > 100:
-        a = a + 1; a = a + 2; a = a + 3; a = a + 4; a = a + 5; a = a + 6; a = a + 7; a = a + 8  # noqa: E702
-        a = a + 1; a = a + 2; a = a + 3; a = a + 4; a = a + 5; a = a + 6; a = a + 7; a = a + 8  # noqa: E702
-        a = a + 1; a = a + 2; a = a + 3; a = a + 4; a = a + 5; a = a + 6; a = a + 7; a = a + 8  # noqa: E702
-        a = a + 1; a = a + 2; a = a + 3; a = a + 4; a = a + 5; a = a + 6; a = a + 7; a = a + 8  # noqa: E702
-        a = a + 1; a = a + 2; a = a + 3; a = a + 4; a = a + 5; a = a + 6; a = a + 7; a = a + 8  # noqa: E702
+        a = a + 1
+        a = a + 2
+        a = a + 3
+        a = a + 4
+        a = a + 5
+        a = a + 6
+        a = a + 7
+        a = a + 8  # noqa: E702
+        a = a + 1
+        a = a + 2
+        a = a + 3
+        a = a + 4
+        a = a + 5
+        a = a + 6
+        a = a + 7
+        a = a + 8  # noqa: E702
+        a = a + 1
+        a = a + 2
+        a = a + 3
+        a = a + 4
+        a = a + 5
+        a = a + 6
+        a = a + 7
+        a = a + 8  # noqa: E702
+        a = a + 1
+        a = a + 2
+        a = a + 3
+        a = a + 4
+        a = a + 5
+        a = a + 6
+        a = a + 7
+        a = a + 8  # noqa: E702
+        a = a + 1
+        a = a + 2
+        a = a + 3
+        a = a + 4
+        a = a + 5
+        a = a + 6
+        a = a + 7
+        a = a + 8  # noqa: E702
     return a * 2
 
 

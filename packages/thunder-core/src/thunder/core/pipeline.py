@@ -170,7 +170,14 @@ class JittedFunction:
                 self._show(entry)
             return entry.computation(*inputs)
         entry = self._compile(args, kwargs)
-        return entry.computation(*entry.prologue(*args, **kwargs))
+        try:
+            inputs = entry.prologue(*args, **kwargs)
+        except GuardFailure:
+            # Tracing changed a value the trace read (transformers sets ``config.problem_type`` on the
+            # first call): the program's state is now another one, so trace it again, once.
+            entry = self._compile(args, kwargs)
+            inputs = entry.prologue(*args, **kwargs)
+        return entry.computation(*inputs)
 
     def _compile(self, args: tuple, kwargs: dict) -> CacheEntry:
         data, stats = self._compile_data, self._compile_stats

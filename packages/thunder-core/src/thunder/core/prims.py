@@ -667,12 +667,16 @@ SPECIAL_BINARY_NO_GRAD = (
     "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
     "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
     "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
-    "laguerre_polynomial_l", "legendre_polynomial_p", "bitwise_left_shift",
-    "bitwise_right_shift", "gcd", "lcm",
+    "laguerre_polynomial_l", "legendre_polynomial_p",
 )  # fmt: skip
 for _name in SPECIAL_UNARY_NO_GRAD + SPECIAL_BINARY_NO_GRAD:
     globals()[_name] = _symbol = _elementwise(_name)
     register_vjp(_symbol)(_not_differentiable(_name))
+bitwise_left_shift = _elementwise("bitwise_left_shift")
+bitwise_right_shift = _elementwise("bitwise_right_shift")
+gcd = _elementwise("gcd")
+lcm = _elementwise("lcm")
+register_vjp(bitwise_left_shift, bitwise_right_shift, gcd, lcm)(_zero_gradient)
 
 nextafter = _elementwise("nextafter")
 # as eager: the step to the next float counts as no change

@@ -97,8 +97,12 @@ class PrologueBuilder:
         self.prologue = Trace("prologue")
         self.prologue.signature = "*args, **kwargs"
         self.prologue.constants.update(
-            check_value=check_value, check_tensor=check_tensor, check_identity=check_identity, torch=torch,
-            Tensor=torch.Tensor, GuardFailure=GuardFailure,
+            check_value=check_value,
+            check_tensor=check_tensor,
+            check_identity=check_identity,
+            torch=torch,
+            Tensor=torch.Tensor,
+            GuardFailure=GuardFailure,
         )
         self._tensors: dict[int, tuple[Any, TensorProxy]] = {}
         self._guarded: set[str] = set()

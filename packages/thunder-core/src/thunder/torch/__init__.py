@@ -24,15 +24,16 @@ from thunder.torch.linalg import (
     vecdot,
 )  # fmt: skip
 from thunder.torch.normalization import (
-    batch_norm, batch_norm_running_stats, cosine_similarity, group_norm, instance_norm, layer_norm,
-    local_response_norm, normalize, pairwise_distance, rms_norm,
+    batch_norm, batch_norm_running_stats, cdist, cosine_similarity, group_norm, instance_norm, layer_norm,
+    local_response_norm, native_group_norm, native_layer_norm, normalize, pairwise_distance, pdist, rms_norm,
 )  # fmt: skip
 from thunder.torch.convolution import (
     conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
 )  # fmt: skip
 from thunder.torch.pooling import (
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool2d,
-    adaptive_max_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d,
+    adaptive_max_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d, max_unpool1d,
+    max_unpool2d, max_unpool3d,
 )  # fmt: skip
 from thunder.torch.losses import (
     binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, hinge_embedding_loss, huber_loss,

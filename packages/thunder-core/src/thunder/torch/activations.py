@@ -14,8 +14,8 @@ from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
 from thunder.torch import shape
 from thunder.torch.nn import no_inplace, sigmoid, softmax
-from thunder.torch.registry import torchsymbol
 from thunder.torch.nn_common import in_float, narrow
+from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import canonical_dim, to_dtype
 
 ELEMENTWISE = frozenset({"elementwise"})
@@ -61,7 +61,9 @@ def _clamp(x: TensorProxy, low: float, high: float) -> TensorProxy:
 
 
 @torchsymbol(F.hardtanh, tags=ELEMENTWISE)
-def hardtanh(a: TensorProxy, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> TensorProxy:
+def hardtanh(
+    a: TensorProxy, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> TensorProxy:
     no_inplace("hardtanh", inplace)
     if a.dtype is dtypes.bool8:
         raise RuntimeError("Bool inputs not supported for hardtanh")
@@ -100,7 +102,9 @@ def softshrink(a: TensorProxy, lambd: float = 0.5) -> TensorProxy:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
 
     def body(x: TensorProxy) -> TensorProxy:
-        shrunk = ew.where(ew.gt(x, lambd), ew.sub(x, lambd), ew.where(ew.lt(x, -lambd), ew.add(x, lambd), 0.0))
+        shrunk = ew.where(
+            ew.gt(x, lambd), ew.sub(x, lambd), ew.where(ew.lt(x, -lambd), ew.add(x, lambd), 0.0)
+        )
         return ew.where(ew.isnan(x), x, shrunk)
 
     return in_float(a, body)
@@ -172,7 +176,9 @@ def prelu(a: TensorProxy, weight: TensorProxy) -> TensorProxy:
             f"and channel size = {channels}."
         )
     if weight.ndim > 1:
-        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
+        raise RuntimeError(
+            f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}"
+        )
     if weight.numel() == 1 or a.ndim < 2:
         slope = shape.reshape(weight, ())
     else:

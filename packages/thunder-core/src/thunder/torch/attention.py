@@ -27,17 +27,29 @@ from thunder.torch.utils import to_dtype
 def _check(q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_mask: TensorProxy | None, is_causal: bool,
            enable_gqa: bool) -> None:  # fmt: skip
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
-        raise RuntimeError("scaled_dot_product_attention: query, key and value must be at least 2-dimensional")
+        raise RuntimeError(
+            "scaled_dot_product_attention: query, key and value must be at least 2-dimensional"
+        )
     if not (q.dtype is k.dtype is v.dtype):
-        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: {q.dtype} key.dtype: {k.dtype} and value.dtype: {v.dtype} instead.")
+        raise RuntimeError(
+            f"Expected query, key, and value to have the same dtype, but got query.dtype: {q.dtype} key.dtype: {k.dtype} and value.dtype: {v.dtype} instead."
+        )
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise RuntimeError(f"scaled_dot_product_attention: shapes query {q.shape}, key {k.shape} and value {v.shape} do not fit")
+        raise RuntimeError(
+            f"scaled_dot_product_attention: shapes query {q.shape}, key {k.shape} and value {v.shape} do not fit"
+        )
     if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+        raise RuntimeError(
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
+        )
     if attn_mask is not None and not (attn_mask.dtype is dtypes.bool8 or attn_mask.dtype is q.dtype):
-        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: {q.dtype} instead.")
+        raise RuntimeError(
+            f"Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: {q.dtype} instead."
+        )
     if enable_gqa and q.ndim >= 3 and k.ndim >= 3 and q.shape[-3] % k.shape[-3]:
-        raise RuntimeError("scaled_dot_product_attention: the number of query heads must be a multiple of key/value heads")
+        raise RuntimeError(
+            "scaled_dot_product_attention: the number of query heads must be a multiple of key/value heads"
+        )
 
 
 def _repeat_heads(t: TensorProxy, heads: int) -> TensorProxy:
@@ -48,12 +60,16 @@ def _repeat_heads(t: TensorProxy, heads: int) -> TensorProxy:
     groups = heads // kv_heads
     batch = t.shape[:-3]
     spread = prims.broadcast_in_dim(
-        t, (*batch, kv_heads, groups, *t.shape[-2:]), tuple(range(len(batch) + 1)) + (len(batch) + 2, len(batch) + 3)
+        t,
+        (*batch, kv_heads, groups, *t.shape[-2:]),
+        tuple(range(len(batch) + 1)) + (len(batch) + 2, len(batch) + 3),
     )
     return prims.reshape(spread, (*batch, heads, *t.shape[-2:]))
 
 
-def _scores(q: TensorProxy, k: TensorProxy, attn_mask: TensorProxy | None, is_causal: bool, scale: float) -> TensorProxy:
+def _scores(
+    q: TensorProxy, k: TensorProxy, attn_mask: TensorProxy | None, is_causal: bool, scale: float
+) -> TensorProxy:
     """Scaled, masked attention scores in the computation dtype."""
     compute = computation_dtype(q.dtype)
     # both operands scaled by sqrt(scale) before their product, as eager's math reference does
@@ -62,8 +78,12 @@ def _scores(q: TensorProxy, k: TensorProxy, attn_mask: TensorProxy | None, is_ca
     scores = prims.matmul(q, shape.transpose(k, -2, -1))
     length, source = q.shape[-2], k.shape[-2]
     if is_causal:
-        rows = prims.reshape(prims.iota(length, start=0, step=1, device=q.device, dtype=dtypes.int64), (length, 1))
-        columns = prims.reshape(prims.iota(source, start=0, step=1, device=q.device, dtype=dtypes.int64), (1, source))
+        rows = prims.reshape(
+            prims.iota(length, start=0, step=1, device=q.device, dtype=dtypes.int64), (length, 1)
+        )
+        columns = prims.reshape(
+            prims.iota(source, start=0, step=1, device=q.device, dtype=dtypes.int64), (1, source)
+        )
         attn_mask = ew.le(columns, rows)
     if attn_mask is None:
         return scores
@@ -72,7 +92,9 @@ def _scores(q: TensorProxy, k: TensorProxy, attn_mask: TensorProxy | None, is_ca
     return ew.add(scores, to_dtype(attn_mask, compute))
 
 
-def _resolved(q: TensorProxy, k: TensorProxy, v: TensorProxy, enable_gqa: bool, scale: float | None) -> tuple[TensorProxy, TensorProxy, float]:
+def _resolved(
+    q: TensorProxy, k: TensorProxy, v: TensorProxy, enable_gqa: bool, scale: float | None
+) -> tuple[TensorProxy, TensorProxy, float]:
     if enable_gqa and q.ndim >= 3 and k.ndim >= 3:
         k, v = _repeat_heads(k, q.shape[-3]), _repeat_heads(v, q.shape[-3])
     return k, v, (1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale))
@@ -99,7 +121,9 @@ def _attention_vjp(g: Any, q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_
     g = to_dtype(g, compute)
     grad_v = prims.matmul(shape.transpose(probabilities, -2, -1), g)
     grad_p = prims.matmul(g, shape.transpose(to_dtype(full_v, compute), -2, -1))
-    grad_scores = ew.mul(probabilities, ew.sub(grad_p, reductions.sum(ew.mul(grad_p, probabilities), -1, keepdim=True)))
+    grad_scores = ew.mul(
+        probabilities, ew.sub(grad_p, reductions.sum(ew.mul(grad_p, probabilities), -1, keepdim=True))
+    )
     grad_s = ew.mul(grad_scores, scale_value)
     grad_q = prims.matmul(grad_s, to_dtype(full_k, compute))
     grad_k = prims.matmul(shape.transpose(grad_s, -2, -1), to_dtype(q, compute))
@@ -118,7 +142,9 @@ def _sum_to(t: TensorProxy, target: tuple[int, ...]) -> TensorProxy:
     if t.shape == target:
         return t
     leading = t.ndim - len(target)
-    dims = list(range(leading)) + [leading + d for d, size in enumerate(target) if size == 1 and t.shape[leading + d] != 1]
+    dims = list(range(leading)) + [
+        leading + d for d, size in enumerate(target) if size == 1 and t.shape[leading + d] != 1
+    ]
     summed = reductions.sum(t, dims, keepdim=True)
     return prims.reshape(summed, target)
 

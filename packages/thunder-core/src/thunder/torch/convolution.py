@@ -24,7 +24,9 @@ def per_dim(value: Any, spatial: int, name: str) -> list[int]:
     if len(values) == 1:
         return values * spatial
     if len(values) != spatial:
-        raise RuntimeError(f"expected {name} to be a single integer value or a list of {spatial} values, got {values}")
+        raise RuntimeError(
+            f"expected {name} to be a single integer value or a list of {spatial} values, got {values}"
+        )
     return [int(v) for v in values]
 
 
@@ -42,14 +44,20 @@ def _unbatched(result: TensorProxy, squeeze: bool) -> TensorProxy:
     return prims.reshape(result, result.shape[1:]) if squeeze else result
 
 
-def _check_operands(name: str, a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None, groups: int) -> None:
+def _check_operands(
+    name: str, a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None, groups: int
+) -> None:
     if weight.ndim != a.ndim:
-        raise RuntimeError(f"{name}: expected weight to be {a.ndim}-dimensional, but got weight of size {list(weight.shape)}")
+        raise RuntimeError(
+            f"{name}: expected weight to be {a.ndim}-dimensional, but got weight of size {list(weight.shape)}"
+        )
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     for t in (weight, bias):
         if t is not None and t.dtype is not a.dtype:
-            raise RuntimeError(f"{name}: input type ({a.dtype}) and weight/bias type ({t.dtype}) should be the same")
+            raise RuntimeError(
+                f"{name}: input type ({a.dtype}) and weight/bias type ({t.dtype}) should be the same"
+            )
 
 
 def _convolve(name: str, spatial: int, a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None, stride: Any,
@@ -124,16 +132,22 @@ def conv3d(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None,
 @torchsymbol(F.conv_transpose1d, torch.conv_transpose1d)
 def conv_transpose1d(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1,
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> TensorProxy:  # fmt: skip
-    return _convolve_transposed("conv_transpose1d", 1, a, weight, bias, stride, padding, output_padding, groups, dilation)
+    return _convolve_transposed(
+        "conv_transpose1d", 1, a, weight, bias, stride, padding, output_padding, groups, dilation
+    )
 
 
 @torchsymbol(F.conv_transpose2d, torch.conv_transpose2d)
 def conv_transpose2d(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1,
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> TensorProxy:  # fmt: skip
-    return _convolve_transposed("conv_transpose2d", 2, a, weight, bias, stride, padding, output_padding, groups, dilation)
+    return _convolve_transposed(
+        "conv_transpose2d", 2, a, weight, bias, stride, padding, output_padding, groups, dilation
+    )
 
 
 @torchsymbol(F.conv_transpose3d, torch.conv_transpose3d)
 def conv_transpose3d(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1,
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> TensorProxy:  # fmt: skip
-    return _convolve_transposed("conv_transpose3d", 3, a, weight, bias, stride, padding, output_padding, groups, dilation)
+    return _convolve_transposed(
+        "conv_transpose3d", 3, a, weight, bias, stride, padding, output_padding, groups, dilation
+    )

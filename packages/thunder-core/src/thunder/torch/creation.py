@@ -198,6 +198,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         dtype_ = default_float_dtype() if floating else dtypes.int64
     else:
         dtype_ = dtypes.to_dtype(dtype)
+    if not (dtype_.is_floating_point or dtype_.is_complex):  # as eager: integer bounds and step
+        start, end, step = builtins.int(start), builtins.int(end), builtins.int(step)
     length = _arange_length(start, end, step)
     return prims.iota(length, start=start, step=step, device=_device(device), dtype=dtype_)
 
@@ -256,8 +258,16 @@ def _range_dtype(dtype: Any, *values: Any) -> dtypes.dtype:
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None, layout: Any = None,
              requires_grad: bool = False, pin_memory: bool = False, out: Any = None) -> TensorProxy:  # fmt: skip
     dtype_ = _range_dtype(dtype, start, end)
+    if not (dtype_.is_floating_point or dtype_.is_complex):  # as eager: integer ends, a float step
+        start, end = (_truncated(x) for x in (start, end))
     values = _linspace_values(start, end, steps, _device(device))
     return prims.convert_element_type(values, dtype_)
+
+
+def _truncated(x: Any) -> Any:
+    if isinstance(x, TensorProxy):
+        return prims.trunc(x) if x.dtype.is_floating_point else x
+    return builtins.int(x)
 
 
 @torchsymbol(torch.logspace)

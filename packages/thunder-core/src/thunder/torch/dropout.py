@@ -34,11 +34,15 @@ def _channel_shape(a: TensorProxy, batched_ndim: int) -> tuple[int, ...]:
     return a.shape[:leading] + (1,) * (a.ndim - leading)
 
 
-def _feature_dropout(name: str, a: TensorProxy, p: float, training: bool, inplace: bool, batched_ndim: int) -> TensorProxy:
+def _feature_dropout(
+    name: str, a: TensorProxy, p: float, training: bool, inplace: bool, batched_ndim: int
+) -> TensorProxy:
     no_inplace(name, inplace)
     _check_p(p)
     if a.ndim not in (batched_ndim - 1, batched_ndim):
-        raise RuntimeError(f"{name}: Expected {batched_ndim - 1}D or {batched_ndim}D input, but received a {a.ndim}D input")
+        raise RuntimeError(
+            f"{name}: Expected {batched_ndim - 1}D or {batched_ndim}D input, but received a {a.ndim}D input"
+        )
     if not training or p == 0.0:
         return a
     if p == 1.0:
@@ -77,13 +81,17 @@ def _alpha(a: TensorProxy, p: float, training: bool, mask_shape: tuple[int, ...]
 
 
 @torchsymbol(F.alpha_dropout)
-def alpha_dropout(a: TensorProxy, p: float = 0.5, training: bool = False, inplace: bool = False) -> TensorProxy:
+def alpha_dropout(
+    a: TensorProxy, p: float = 0.5, training: bool = False, inplace: bool = False
+) -> TensorProxy:
     no_inplace("alpha_dropout", inplace)
     return _alpha(a, p, training, a.shape)
 
 
 @torchsymbol(F.feature_alpha_dropout)
-def feature_alpha_dropout(a: TensorProxy, p: float = 0.5, training: bool = False, inplace: bool = False) -> TensorProxy:
+def feature_alpha_dropout(
+    a: TensorProxy, p: float = 0.5, training: bool = False, inplace: bool = False
+) -> TensorProxy:
     no_inplace("feature_alpha_dropout", inplace)
     if a.ndim < 2:
         raise RuntimeError("feature_alpha_dropout needs an input with at least 2 dims (batch and channels)")

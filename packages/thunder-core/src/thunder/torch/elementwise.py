@@ -220,8 +220,6 @@ def tensor_where(a: Any, condition: Any, other: Any) -> Any:
 def clamp(a: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 -- torch's parameter names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if a.dtype is dtypes.bool8:
-        raise RuntimeError("\"clamp\" is not implemented for 'Bool'")
     if a.dtype.is_complex:
         raise RuntimeError("clamp is not supported for complex types")
     computation_dtype, result_dtype = elementwise_dtypes(a, min, max, kind=DEFAULT)

@@ -36,11 +36,15 @@ def _padding_index(padding_idx: int | None, rows: int) -> int | None:
 def embedding(a: TensorProxy, weight: TensorProxy, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> TensorProxy:  # fmt: skip
     if max_norm is not None:
-        raise NotImplementedError("embedding with max_norm (which renormalizes the weight in place) is not supported by thunder yet")
+        raise NotImplementedError(
+            "embedding with max_norm (which renormalizes the weight in place) is not supported by thunder yet"
+        )
     if weight.ndim != 2:
         raise RuntimeError(f"'weight' must be 2-D, got {weight.ndim}-D")
     if a.dtype.is_floating_point or a.dtype.is_complex or a.dtype is dtypes.bool8:
-        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {a.dtype} instead")
+        raise RuntimeError(
+            f"Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {a.dtype} instead"
+        )
     _padding_index(padding_idx, weight.shape[0])
     rows = prims.take(weight, _flat(a), 0)
     return prims.reshape(rows, (*a.shape, weight.shape[1]))
@@ -52,7 +56,9 @@ def _embedding_vjp(g: Any, a: TensorProxy, weight: TensorProxy, padding_idx: int
     if g is None or not weight.requires_grad:
         return (None,) * 7
     if sparse:
-        raise NotImplementedError("embedding(sparse=True) gradients (sparse tensors) are not supported by thunder")
+        raise NotImplementedError(
+            "embedding(sparse=True) gradients (sparse tensors) are not supported by thunder"
+        )
     index = _flat(a)
     rows = prims.reshape(g, (index.numel(), weight.shape[1]))
     padding = _padding_index(padding_idx, weight.shape[0])
@@ -60,10 +66,20 @@ def _embedding_vjp(g: Any, a: TensorProxy, weight: TensorProxy, padding_idx: int
         rows = ew.where(prims.reshape(ew.ne(index, padding), (index.numel(), 1)), rows, 0.0)
     if scale_grad_by_freq:
         ones = prims.full((index.numel(),), 1, device=g.device, dtype=g.dtype)
-        counts = prims.index_add(prims.full((weight.shape[0],), 0, device=g.device, dtype=g.dtype), 0, index, ones)
+        counts = prims.index_add(
+            prims.full((weight.shape[0],), 0, device=g.device, dtype=g.dtype), 0, index, ones
+        )
         rows = ew.true_divide(rows, prims.reshape(prims.take(counts, index, 0), (index.numel(), 1)))
     zeros = prims.full(weight.shape, 0, device=g.device, dtype=g.dtype)
-    return (None, to_dtype(prims.index_add(zeros, 0, index, rows), weight.dtype), None, None, None, None, None)
+    return (
+        None,
+        to_dtype(prims.index_add(zeros, 0, index, rows), weight.dtype),
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
 
 
 @torchsymbol(F.embedding_bag)
@@ -74,13 +90,19 @@ def embedding_bag(a: TensorProxy, weight: TensorProxy, offsets: TensorProxy | No
     """Bags of embeddings reduced by sum, mean or max. Bag membership comes from ``offsets`` (data):
     each index's bag is the number of offsets at or before its position, minus one."""
     if max_norm is not None:
-        raise NotImplementedError("embedding_bag with max_norm (which renormalizes the weight in place) is not supported by thunder yet")
+        raise NotImplementedError(
+            "embedding_bag with max_norm (which renormalizes the weight in place) is not supported by thunder yet"
+        )
     if (scale_grad_by_freq or sparse) and weight.requires_grad:
-        raise NotImplementedError("embedding_bag gradients with scale_grad_by_freq or sparse are not supported by thunder yet")
+        raise NotImplementedError(
+            "embedding_bag gradients with scale_grad_by_freq or sparse are not supported by thunder yet"
+        )
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
     if per_sample_weights is not None and (mode != "sum" or per_sample_weights.shape != a.shape):
-        raise NotImplementedError("embedding_bag: per_sample_weights need mode='sum' and the shape of the input")
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights need mode='sum' and the shape of the input"
+        )
     index, bag, bags = _bags(a, offsets, include_last_offset)
     padding = _padding_index(padding_idx, weight.shape[0])
     if padding is not None:  # padded positions go to an extra bag that is dropped at the end
@@ -88,7 +110,9 @@ def embedding_bag(a: TensorProxy, weight: TensorProxy, offsets: TensorProxy | No
     dim = weight.shape[1]
     rows = prims.take(weight, index, 0)
     if per_sample_weights is not None:
-        rows = ew.mul(rows, prims.reshape(to_dtype(_flat(per_sample_weights), rows.dtype), (index.numel(), 1)))
+        rows = ew.mul(
+            rows, prims.reshape(to_dtype(_flat(per_sample_weights), rows.dtype), (index.numel(), 1))
+        )
     zeros = prims.full((bags + 1, dim), 0, device=weight.device, dtype=weight.dtype)
     if mode == "max":
         spread = prims.broadcast_in_dim(prims.reshape(bag, (index.numel(), 1)), (index.numel(), dim), (0, 1))
@@ -98,13 +122,19 @@ def embedding_bag(a: TensorProxy, weight: TensorProxy, offsets: TensorProxy | No
     result = prims.slice_prim(totals, (0, 0), (bags, dim), (1, 1))
     if mode == "mean":
         ones = prims.full((index.numel(),), 1, device=weight.device, dtype=weight.dtype)
-        counts = prims.index_add(prims.full((bags + 1,), 0, device=weight.device, dtype=weight.dtype), 0, bag, ones)
+        counts = prims.index_add(
+            prims.full((bags + 1,), 0, device=weight.device, dtype=weight.dtype), 0, bag, ones
+        )
         counts = prims.reshape(prims.slice_prim(counts, (0,), (bags,), (1,)), (bags, 1))
-        result = ew.where(ew.gt(counts, 0), ew.true_divide(result, ew.where(ew.gt(counts, 0), counts, 1.0)), 0.0)
+        result = ew.where(
+            ew.gt(counts, 0), ew.true_divide(result, ew.where(ew.gt(counts, 0), counts, 1.0)), 0.0
+        )
     return result
 
 
-def _bags(a: TensorProxy, offsets: TensorProxy | None, include_last_offset: bool) -> tuple[TensorProxy, TensorProxy, int]:
+def _bags(
+    a: TensorProxy, offsets: TensorProxy | None, include_last_offset: bool
+) -> tuple[TensorProxy, TensorProxy, int]:
     """(the flat indices, each one's bag, the number of bags)."""
     if a.ndim == 2:
         if offsets is not None:
@@ -113,7 +143,9 @@ def _bags(a: TensorProxy, offsets: TensorProxy | None, include_last_offset: bool
         positions = prims.iota(a.numel(), start=0, step=1, device=a.device, dtype=dtypes.int64)
         return _flat(a), ew.floor_divide(positions, max(length, 1)), bags
     if a.ndim != 1 or offsets is None or offsets.ndim != 1:
-        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {a.ndim}, with 1D offsets")
+        raise ValueError(
+            f"input has to be 1D or 2D Tensor, but got Tensor of dimension {a.ndim}, with 1D offsets"
+        )
     bags = offsets.shape[0] - 1 if include_last_offset else offsets.shape[0]
     positions = prims.iota(a.numel(), start=0, step=1, device=a.device, dtype=offsets.dtype)
     starts = prims.slice_prim(offsets, (0,), (bags,), (1,)) if bags != offsets.shape[0] else offsets
@@ -128,7 +160,9 @@ def _bags(a: TensorProxy, offsets: TensorProxy | None, include_last_offset: bool
 @torchsymbol(F.one_hot)
 def one_hot(a: TensorProxy, num_classes: int = -1) -> TensorProxy:
     if num_classes == -1:
-        raise NotImplementedError("one_hot with num_classes=-1 depends on the data (its maximum); pass num_classes")
+        raise NotImplementedError(
+            "one_hot with num_classes=-1 depends on the data (its maximum); pass num_classes"
+        )
     if a.dtype is not dtypes.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     classes = prims.iota(num_classes, start=0, step=1, device=a.device, dtype=dtypes.int64)

@@ -27,14 +27,18 @@ def _same_dtype(name: str, *tensors: TensorProxy | None) -> None:
     present = [t for t in tensors if t is not None]
     for t in present[1:]:
         if t.dtype is not present[0].dtype:
-            raise RuntimeError(f"{name}: expected all tensors to have the same dtype, got {present[0].dtype} and {t.dtype}")
+            raise RuntimeError(
+                f"{name}: expected all tensors to have the same dtype, got {present[0].dtype} and {t.dtype}"
+            )
 
 
 def _check_scalars(name: str, a: TensorProxy, *scalars: Any) -> None:
     if not (a.dtype.is_floating_point or a.dtype.is_complex):
         for s in scalars:
             if isinstance(s, float) and a.dtype is not dtypes.bool8:
-                raise RuntimeError(f"{name}: for integral input tensors, alpha and beta must not be floating point numbers")
+                raise RuntimeError(
+                    f"{name}: for integral input tensors, alpha and beta must not be floating point numbers"
+                )
 
 
 def _scaled_sum(a: TensorProxy, product: TensorProxy, beta: Any, alpha: Any) -> TensorProxy:
@@ -53,15 +57,27 @@ def _scaled_sum(a: TensorProxy, product: TensorProxy, beta: Any, alpha: Any) -> 
     return ew.bitwise_or(added, scaled_product) if bool_ops else ew.add(added, scaled_product)
 
 
+def _to_float(t: TensorProxy) -> TensorProxy:
+    return to_dtype(t, dtypes.float32) if dtypes.is_low_precision(t.dtype) else t
+
+
+def _float_matmul(a: TensorProxy, b: TensorProxy) -> TensorProxy:
+    """A product that stays in float32 for half-precision operands: eager's fused add-multiply
+    kernels round only their final result."""
+    return prims.matmul(_to_float(a), _to_float(b))
+
+
 def _in_float(fn: Any, a: TensorProxy, product: TensorProxy, beta: Any, alpha: Any) -> TensorProxy:
-    if not dtypes.is_low_precision(product.dtype):
+    if not dtypes.is_low_precision(a.dtype):
         return fn(a, product, beta, alpha)
     f32 = dtypes.float32
-    return to_dtype(fn(to_dtype(a, f32), to_dtype(product, f32), beta, alpha), product.dtype)
+    return to_dtype(fn(to_dtype(a, f32), to_dtype(product, f32), beta, alpha), a.dtype)
 
 
 @torchsymbol(torch.addmm, torch.Tensor.addmm, method="addmm")
-def addmm(a: TensorProxy, mat1: TensorProxy, mat2: TensorProxy, *, beta: Any = 1, alpha: Any = 1) -> TensorProxy:
+def addmm(
+    a: TensorProxy, mat1: TensorProxy, mat2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
+) -> TensorProxy:
     if mat1.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"addmm: expected 2-D matrices, got {mat1.ndim}-D and {mat2.ndim}-D")
     _same_dtype("addmm", a, mat1, mat2)
@@ -70,18 +86,22 @@ def addmm(a: TensorProxy, mat1: TensorProxy, mat2: TensorProxy, *, beta: Any = 1
 
 
 @torchsymbol(torch.baddbmm, torch.Tensor.baddbmm, method="baddbmm")
-def baddbmm(a: TensorProxy, batch1: TensorProxy, batch2: TensorProxy, *, beta: Any = 1, alpha: Any = 1) -> TensorProxy:
+def baddbmm(
+    a: TensorProxy, batch1: TensorProxy, batch2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
+) -> TensorProxy:
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"baddbmm: expected 3-D tensors, got {batch1.ndim}-D and {batch2.ndim}-D")
     if batch1.shape[0] != batch2.shape[0]:
         raise RuntimeError("baddbmm: batch1 and batch2 must have the same number of batches")
     _same_dtype("baddbmm", a, batch1, batch2)
     _check_scalars("baddbmm", a, beta, alpha)
-    return _in_float(_scaled_sum, a, prims.matmul(batch1, batch2), beta, alpha)
+    return _in_float(_scaled_sum, a, _float_matmul(batch1, batch2), beta, alpha)
 
 
 @torchsymbol(torch.addbmm, torch.Tensor.addbmm, method="addbmm")
-def addbmm(a: TensorProxy, batch1: TensorProxy, batch2: TensorProxy, *, beta: Any = 1, alpha: Any = 1) -> TensorProxy:
+def addbmm(
+    a: TensorProxy, batch1: TensorProxy, batch2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
+) -> TensorProxy:
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"addbmm: expected 3-D tensors, got {batch1.ndim}-D and {batch2.ndim}-D")
     if batch1.shape[0] != batch2.shape[0]:
@@ -93,11 +113,13 @@ def addbmm(a: TensorProxy, batch1: TensorProxy, batch2: TensorProxy, *, beta: An
     p = batch2.shape[2]
     left = prims.reshape(prims.transpose(batch1, (1, 0, 2)), (n, b * k))
     right = prims.reshape(batch2, (b * k, p))
-    return _in_float(_scaled_sum, a, prims.matmul(left, right), beta, alpha)
+    return _in_float(_scaled_sum, a, _float_matmul(left, right), beta, alpha)
 
 
 @torchsymbol(torch.addmv, torch.Tensor.addmv, method="addmv")
-def addmv(a: TensorProxy, mat: TensorProxy, vec: TensorProxy, *, beta: Any = 1, alpha: Any = 1) -> TensorProxy:
+def addmv(
+    a: TensorProxy, mat: TensorProxy, vec: TensorProxy, *, beta: Any = 1, alpha: Any = 1
+) -> TensorProxy:
     product = mv(mat, vec)
     _same_dtype("addmv", a, mat, vec)
     _check_scalars("addmv", a, beta, alpha)
@@ -105,7 +127,9 @@ def addmv(a: TensorProxy, mat: TensorProxy, vec: TensorProxy, *, beta: Any = 1, 
 
 
 @torchsymbol(torch.addr, torch.Tensor.addr, method="addr")
-def addr(a: TensorProxy, vec1: TensorProxy, vec2: TensorProxy, *, beta: Any = 1, alpha: Any = 1) -> TensorProxy:
+def addr(
+    a: TensorProxy, vec1: TensorProxy, vec2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
+) -> TensorProxy:
     if vec1.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"addr: expected 1-D vectors, got {vec1.ndim}-D and {vec2.ndim}-D")
     _same_dtype("addr", a, vec1, vec2)
@@ -113,7 +137,8 @@ def addr(a: TensorProxy, vec1: TensorProxy, vec2: TensorProxy, *, beta: Any = 1,
     if a.dtype is dtypes.bool8:
         product = ew.bitwise_and(shape.unsqueeze(vec1, 1), shape.unsqueeze(vec2, 0))
         return _scaled_sum(a, product, beta, alpha)
-    return _in_float(_scaled_sum, a, outer(vec1, vec2), beta, alpha)
+    product = ew.mul(shape.unsqueeze(_to_float(vec1), 1), shape.unsqueeze(_to_float(vec2), 0))
+    return _in_float(_scaled_sum, a, product, beta, alpha)
 
 
 @torchsymbol(torch.mv, torch.Tensor.mv, method="mv")
@@ -121,7 +146,9 @@ def mv(a: TensorProxy, vec: TensorProxy) -> TensorProxy:
     if a.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {a.ndim}, {vec.ndim}")
     if a.shape[1] != vec.shape[0]:
-        raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), vec ({vec.shape[0]})")
+        raise RuntimeError(
+            f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), vec ({vec.shape[0]})"
+        )
     _same_dtype("mv", a, vec)
     return prims.matmul(a, vec)
 
@@ -155,7 +182,9 @@ def inner(a: TensorProxy, b: TensorProxy) -> TensorProxy:
     if a.ndim == 0 or b.ndim == 0:
         return ew.mul(a, b)
     if a.shape[-1] != b.shape[-1]:
-        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes {a.shape} and {b.shape}")
+        raise RuntimeError(
+            f"inner() the last dimension must match on both input tensors but got shapes {a.shape} and {b.shape}"
+        )
     return tensordot(a, b, ([a.ndim - 1], [b.ndim - 1]))
 
 
@@ -163,7 +192,9 @@ def inner(a: TensorProxy, b: TensorProxy) -> TensorProxy:
 def vecdot(x: TensorProxy, y: TensorProxy, *, dim: int = -1) -> TensorProxy:
     _same_dtype("linalg.vecdot", x, y)
     if x.dtype.is_complex:
-        raise NotImplementedError("linalg.vecdot of complex tensors (conjugation) is not supported by thunder yet")
+        raise NotImplementedError(
+            "linalg.vecdot of complex tensors (conjugation) is not supported by thunder yet"
+        )
     out_ndim = max(x.ndim, y.ndim)
     d = canonical_dim(dim, out_ndim)
     return reductions.sum(ew.mul(x, y), d)
@@ -211,7 +242,9 @@ def tensordot(a: TensorProxy, b: TensorProxy, dims: Any = 2, out: Any = None) ->
     a_target, b_target = list(a.shape), list(b.shape)
     for da, db in zip(a_dims, b_dims):
         if a.shape[da] != b.shape[db] and 1 not in (a.shape[da], b.shape[db]):
-            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} and second has size {b.shape[db]} in dim {db}")
+            raise RuntimeError(
+                f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} and second has size {b.shape[db]} in dim {db}"
+            )
         a_target[da] = b_target[db] = max(a.shape[da], b.shape[db])  # size 1 broadcasts
     _same_dtype("tensordot", a, b)
     a, b = expand_to(a, tuple(a_target)), expand_to(b, tuple(b_target))
@@ -231,7 +264,9 @@ def multi_dot(tensors: Sequence[TensorProxy], *, out: Any = None) -> TensorProxy
     for i, t in enumerate(tensors):
         allowed = (1, 2) if i in (0, len(tensors) - 1) else (2,)
         if t.ndim not in allowed:
-            raise RuntimeError(f"multi_dot(): tensor {i} must be {' or '.join(map(str, allowed))}D but got {t.ndim}D")
+            raise RuntimeError(
+                f"multi_dot(): tensor {i} must be {' or '.join(map(str, allowed))}D but got {t.ndim}D"
+            )
     _same_dtype("multi_dot", *tensors)
     result = tensors[0]
     for t in tensors[1:]:
@@ -240,11 +275,15 @@ def multi_dot(tensors: Sequence[TensorProxy], *, out: Any = None) -> TensorProxy
 
 
 @torchsymbol(F.bilinear)
-def bilinear(a: TensorProxy, b: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None) -> TensorProxy:
+def bilinear(
+    a: TensorProxy, b: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None
+) -> TensorProxy:
     if a.shape[:-1] != b.shape[:-1]:
         raise RuntimeError(f"bilinear: input batch dimensions differ: {a.shape} and {b.shape}")
     if weight.ndim != 3 or weight.shape[1] != a.shape[-1] or weight.shape[2] != b.shape[-1]:
-        raise RuntimeError(f"bilinear: weight of shape {weight.shape} does not fit inputs {a.shape} and {b.shape}")
+        raise RuntimeError(
+            f"bilinear: weight of shape {weight.shape} does not fit inputs {a.shape} and {b.shape}"
+        )
     _same_dtype("bilinear", a, b, weight, bias)
     result = einsum("...i,oij,...j->...o", a, weight, b)
     return ew.add(result, bias) if bias is not None else result
@@ -290,7 +329,9 @@ def _parse_einsum(equation: str, operands: Sequence[TensorProxy]) -> tuple[list[
     all_labels = {label for term_labels in labels for label in term_labels}
     for label in output:
         if label not in all_labels:
-            raise RuntimeError(f"einsum(): output subscript {label} does not appear in the equation for any input operand")
+            raise RuntimeError(
+                f"einsum(): output subscript {label} does not appear in the equation for any input operand"
+            )
     return labels, output
 
 
@@ -307,7 +348,9 @@ def _diagonal_of_repeats(a: TensorProxy, labels: list[str]) -> tuple[TensorProxy
         label = next(x for x in labels if labels.count(x) > 1)
         first, second = (i for i, x in enumerate(labels) if x == label)
         if a.shape[first] != a.shape[second]:
-            raise RuntimeError(f"einsum(): subscript {label} is repeated for operand but the sizes don't match, {a.shape[first]} != {a.shape[second]}")
+            raise RuntimeError(
+                f"einsum(): subscript {label} is repeated for operand but the sizes don't match, {a.shape[first]} != {a.shape[second]}"
+            )
         rest = [d for d in range(a.ndim) if d not in (first, second)]
         n = a.shape[first]
         moved = shape.permute(a, rest + [first, second])
@@ -343,7 +386,9 @@ def _label_sizes(terms: list[tuple[TensorProxy, list[str]]]) -> dict[str, int]:
     for a, term in terms:
         for size, label in zip(a.shape, term):
             if label in sizes and size != sizes[label] and 1 not in (size, sizes[label]):
-                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes for subscript {label}: {sizes[label]} and {size}")
+                raise RuntimeError(
+                    f"einsum(): operands do not broadcast with remapped shapes for subscript {label}: {sizes[label]} and {size}"
+                )
             sizes[label] = size if label not in sizes or sizes[label] == 1 else sizes[label]
     return sizes
 
@@ -369,8 +414,12 @@ def _pairwise(a: TensorProxy, a_labels: list[str], b: TensorProxy, b_labels: lis
     a_only = [x for x in a_labels if x not in shared]
     b_only = [x for x in b_labels if x not in shared]
     # size-1 dims broadcast against the other operand's size
-    a = _broadcast_labels(a, a_labels, {x: (sizes[x] if x in shared else s) for x, s in zip(a_labels, a.shape)})
-    b = _broadcast_labels(b, b_labels, {x: (sizes[x] if x in shared else s) for x, s in zip(b_labels, b.shape)})
+    a = _broadcast_labels(
+        a, a_labels, {x: (sizes[x] if x in shared else s) for x, s in zip(a_labels, a.shape)}
+    )
+    b = _broadcast_labels(
+        b, b_labels, {x: (sizes[x] if x in shared else s) for x, s in zip(b_labels, b.shape)}
+    )
     batch_shape = tuple(sizes[x] for x in batch)
     m = math.prod(a.shape[a_labels.index(x)] for x in a_only)
     n = math.prod(b.shape[b_labels.index(x)] for x in b_only)
@@ -380,7 +429,9 @@ def _pairwise(a: TensorProxy, a_labels: list[str], b: TensorProxy, b_labels: lis
     left = shape.reshape(left, batch_shape + (m, k))
     right = shape.reshape(right, batch_shape + (k, n))
     product = prims.matmul(left, right)
-    result_shape = batch_shape + tuple(a.shape[a_labels.index(x)] for x in a_only) + tuple(
-        b.shape[b_labels.index(x)] for x in b_only
+    result_shape = (
+        batch_shape
+        + tuple(a.shape[a_labels.index(x)] for x in a_only)
+        + tuple(b.shape[b_labels.index(x)] for x in b_only)
     )
     return shape.reshape(product, result_shape), batch + a_only + b_only

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import torch
 import torch.nn.functional as F
 from thunder.core import dtypes
 from thunder.core.promotion import result_dtype
@@ -23,10 +24,14 @@ from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import broadcast, to_dtype
 
 
-def _floats(*tensors: Any) -> tuple[list[Any], dtypes.dtype]:
-    """The tensors broadcast together in their computation dtype, and the result dtype."""
+def _floats(*tensors: Any, upcast: bool = True) -> tuple[list[Any], dtypes.dtype]:
+    """The tensors broadcast together in their computation dtype, and the result dtype.
+
+    ``upcast=False`` keeps half precision, for losses that eager composes from separate ops (each
+    rounding to the input's dtype): the torch-language ops then round at the same steps.
+    """
     dtype = result_dtype(*tensors)
-    compute = computation_dtype(dtype)
+    compute = computation_dtype(dtype) if upcast else dtype
     return [to_dtype(t, compute) for t in broadcast(*tensors)], dtype
 
 
@@ -44,7 +49,9 @@ def _weighted(name: str, losses: TensorProxy, a: TensorProxy, weight: TensorProx
         raise ValueError("Weights and input must have the same size.")
     weighted = ew.mul(losses, to_dtype(weight, losses.dtype))
     if reduction == "mean" and mean_by_weight:
-        return to_dtype(ew.true_divide(reductions.sum(weighted), reductions.sum(to_dtype(weight, losses.dtype))), dtype)
+        return to_dtype(
+            ew.true_divide(reductions.sum(weighted), reductions.sum(to_dtype(weight, losses.dtype))), dtype
+        )
     return to_dtype(reduce_loss(weighted, reduction), dtype)
 
 
@@ -98,7 +105,9 @@ def binary_cross_entropy(a: TensorProxy, target: TensorProxy, weight: TensorProx
                          reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
     reduction = legacy_reduction(size_average, reduce, reduction)
     if target.shape != a.shape:
-        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({a.shape}) is deprecated.")
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size ({a.shape}) is deprecated."
+        )
     _check_reduction(reduction)
     compute = computation_dtype(a.dtype)
     x, y = to_dtype(a, compute), to_dtype(target, compute)
@@ -119,7 +128,7 @@ def binary_cross_entropy_with_logits(a: TensorProxy, target: TensorProxy, weight
     if target.shape != a.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({a.shape})")
     _check_reduction(reduction)
-    compute = computation_dtype(a.dtype)
+    compute = a.dtype  # eager composes this loss from ops that each round to the input's dtype
     x, y = to_dtype(a, compute), to_dtype(target, compute)
     # log(1 + exp(-x)) computed without overflow: max(-x, 0) + log1p(exp(-|x|))
     softplus_neg = ew.add(ew.where(ew.lt(x, 0), ew.neg(x), 0.0), ew.log1p(ew.exp(ew.neg(ew.abs(x)))))
@@ -156,7 +165,7 @@ def poisson_nll_loss(a: TensorProxy, target: TensorProxy, log_input: bool = True
                      reduction: str = "mean") -> TensorProxy:  # fmt: skip
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    (x, y), dtype = _floats(a, target)
+    (x, y), dtype = _floats(a, target, upcast=False)
     if log_input:
         losses = ew.sub(ew.exp(x), ew.mul(y, x))
     else:
@@ -194,7 +203,11 @@ def hinge_embedding_loss(a: TensorProxy, target: TensorProxy, margin: float = 1.
                          reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    (x, y), dtype = _floats(a, target)
+    (x, y), dtype = _floats(a, target, upcast=False)
+    # eager's composite turns the margin into a tensor of the input's dtype first
+    margin = (
+        torch.tensor(margin, dtype=dtype.torch_dtype).item() if dtypes.is_low_precision(dtype) else margin
+    )
     below_margin = ew.sub(margin, x)
     below_margin = ew.where(ew.gt(below_margin, 0), below_margin, 0.0)
     losses = ew.add(ew.where(ew.ne(y, 1), below_margin, 0.0), ew.where(ew.ne(y, -1), x, 0.0))
@@ -207,7 +220,9 @@ def cosine_embedding_loss(a: TensorProxy, b: TensorProxy, target: TensorProxy, m
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if a.ndim != b.ndim or a.ndim not in (1, 2) or target.ndim != a.ndim - 1:
-        raise RuntimeError(f"cosine_embedding_loss: 1D target tensor expected with 2D inputs (or 0D with 1D), got {a.ndim}D, {b.ndim}D and {target.ndim}D")
+        raise RuntimeError(
+            f"cosine_embedding_loss: 1D target tensor expected with 2D inputs (or 0D with 1D), got {a.ndim}D, {b.ndim}D and {target.ndim}D"
+        )
     if a.shape != b.shape:
         raise RuntimeError(f"cosine_embedding_loss: input1 and input2 sizes differ: {a.shape} and {b.shape}")
     dtype = result_dtype(a, b, target)
@@ -215,7 +230,9 @@ def cosine_embedding_loss(a: TensorProxy, b: TensorProxy, target: TensorProxy, m
     x1, x2, y = (to_dtype(t, compute) for t in (a, b, target))
     dim = a.ndim - 1
     dot = reductions.sum(ew.mul(x1, x2), dim)
-    squares = ew.mul(ew.add(reductions.sum(ew.mul(x1, x1), dim), 1e-12), ew.add(reductions.sum(ew.mul(x2, x2), dim), 1e-12))
+    squares = ew.mul(
+        ew.add(reductions.sum(ew.mul(x1, x1), dim), 1e-12), ew.add(reductions.sum(ew.mul(x2, x2), dim), 1e-12)
+    )
     cosine = ew.true_divide(dot, ew.sqrt(squares))
     beyond_margin = ew.sub(cosine, margin)
     negative = ew.where(ew.gt(beyond_margin, 0), beyond_margin, 0.0)
@@ -232,7 +249,9 @@ def triplet_margin_loss(anchor: TensorProxy, positive: TensorProxy, negative: Te
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
     if not (anchor.ndim == positive.ndim == negative.ndim):
-        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the same number of dimensions")
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number of dimensions"
+        )
     positive_distance = pairwise_distance(anchor, positive, p, eps)
     negative_distance = pairwise_distance(anchor, negative, p, eps)
     if swap:

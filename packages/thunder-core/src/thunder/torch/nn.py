@@ -84,7 +84,9 @@ def _gelu_vjp(g: Any, a: TensorProxy, approximate: str, *, out: TensorProxy) -> 
     if approximate == "tanh":
         k = math.sqrt(2 / math.pi)
         inner = ew.tanh(ew.mul(ew.add(x, ew.mul(ew.mul(ew.mul(x, x), x), 0.044715)), k))
-        slope = ew.mul(ew.sub(1.0, ew.mul(inner, inner)), ew.mul(ew.add(ew.mul(ew.mul(x, x), 3 * 0.044715), 1.0), k))
+        slope = ew.mul(
+            ew.sub(1.0, ew.mul(inner, inner)), ew.mul(ew.add(ew.mul(ew.mul(x, x), 3 * 0.044715), 1.0), k)
+        )
         derivative = ew.add(ew.mul(ew.add(inner, 1.0), 0.5), ew.mul(ew.mul(x, 0.5), slope))
     else:
         cdf = ew.mul(ew.add(ew.erf(ew.mul(x, 1 / math.sqrt(2))), 1.0), 0.5)
@@ -140,7 +142,9 @@ def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype:
 
 
 @register_vjp(softmax)
-def _softmax_vjp(g: Any, a: TensorProxy, dim: Any, _stacklevel: int, dtype: Any, *, out: TensorProxy) -> tuple:
+def _softmax_vjp(
+    g: Any, a: TensorProxy, dim: Any, _stacklevel: int, dtype: Any, *, out: TensorProxy
+) -> tuple:
     if g is None or a.numel() == 0:
         return (None if g is None else to_dtype(g, a.dtype), None, None, None)
     computation_dtype, _ = _softmax_dtype(a, dtype)
@@ -162,7 +166,9 @@ def log_softmax(
 
 
 @register_vjp(log_softmax)
-def _log_softmax_vjp(g: Any, a: TensorProxy, dim: Any, _stacklevel: int, dtype: Any, *, out: TensorProxy) -> tuple:
+def _log_softmax_vjp(
+    g: Any, a: TensorProxy, dim: Any, _stacklevel: int, dtype: Any, *, out: TensorProxy
+) -> tuple:
     if g is None or a.numel() == 0:
         return (None if g is None else to_dtype(g, a.dtype), None, None, None)
     computation_dtype, _ = _softmax_dtype(a, dtype)
@@ -178,8 +184,10 @@ def reduce_loss(losses: TensorProxy, reduction: str, divisor: Any = None) -> Ten
     total = reductions.sum(losses)
     if reduction == "sum":
         return total
+    if reduction == "mean" and divisor is None:
+        return reductions.mean(losses)  # one rounding for half precision, NaN when empty, as eager
     if reduction == "mean":
-        return ew.true_divide(total, divisor if divisor is not None else float(max(losses.numel(), 1)))
+        return ew.true_divide(total, divisor)
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
@@ -254,7 +262,11 @@ def _smoothing_loss(log_probabilities: TensorProxy, target: TensorProxy, weight:
         products = ew.mul(products, shape.reshape(weight, weight_shape))
     kept = ew.ne(target, ignore_index)
     losses = ew.where(kept, ew.neg(reductions.sum(products, class_dim)), 0.0)
-    divisor = reductions.sum(_class_weights(weight, target, kept, log_probabilities)) if reduction == "mean" else None
+    divisor = (
+        reductions.sum(_class_weights(weight, target, kept, log_probabilities))
+        if reduction == "mean"
+        else None
+    )
     return reduce_loss(losses, reduction, divisor)
 
 

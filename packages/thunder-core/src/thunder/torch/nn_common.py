@@ -38,7 +38,11 @@ def is_progression(values: Sequence[int]) -> bool:
 def select_positions(x: TensorProxy, dim: int, positions: Sequence[int]) -> TensorProxy:
     """The elements of ``x`` at ``positions`` (all in range) along ``dim``: a slice when they step
     forward evenly, else an index_select by a constant index."""
-    if len(positions) == 0 or len(positions) == 1 or (positions[1] > positions[0] and is_progression(positions)):
+    if (
+        len(positions) == 0
+        or len(positions) == 1
+        or (positions[1] > positions[0] and is_progression(positions))
+    ):
         step = positions[1] - positions[0] if len(positions) > 1 else 1
         return narrow(x, dim, positions[0] if positions else 0, len(positions), step)
     index = prims.tensor_from_sequence(list(positions), device=x.device, dtype=dtypes.int64)

@@ -19,7 +19,7 @@ from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
 from thunder.torch import reductions, shape
-from thunder.torch.nn_common import computation_dtype, narrow
+from thunder.torch.nn_common import computation_dtype, narrow, select_positions
 from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import canonical_dim, to_dtype
 
@@ -33,7 +33,9 @@ def _statistics(x: TensorProxy, dims: Sequence[int], eps: float) -> tuple[Tensor
     return mean, ew.rsqrt(ew.add(variance, eps))
 
 
-def _affine(x: TensorProxy, weight: TensorProxy | None, bias: TensorProxy | None, param_shape: tuple[int, ...]) -> TensorProxy:
+def _affine(
+    x: TensorProxy, weight: TensorProxy | None, bias: TensorProxy | None, param_shape: tuple[int, ...]
+) -> TensorProxy:
     if weight is not None:
         x = ew.mul(x, shape.reshape(to_dtype(weight, x.dtype), param_shape))
     if bias is not None:
@@ -45,15 +47,21 @@ def _affine(x: TensorProxy, weight: TensorProxy | None, bias: TensorProxy | None
 # layer norm
 
 
-def _check_normalized_shape(name: str, a: TensorProxy, normalized_shape: Sequence[int], *params: TensorProxy | None) -> tuple[int, ...]:
+def _check_normalized_shape(
+    name: str, a: TensorProxy, normalized_shape: Sequence[int], *params: TensorProxy | None
+) -> tuple[int, ...]:
     normalized = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if len(normalized) == 0:
         raise RuntimeError(f"{name}: Expected normalized_shape to be at least 1-dimensional")
     for p in params:
         if p is not None and p.shape != normalized:
-            raise RuntimeError(f"{name}: Expected weight/bias to be of same shape as normalized_shape, but got {p.shape} and {normalized}")
+            raise RuntimeError(
+                f"{name}: Expected weight/bias to be of same shape as normalized_shape, but got {p.shape} and {normalized}"
+            )
     if a.ndim < len(normalized) or a.shape[a.ndim - len(normalized) :] != normalized:
-        raise RuntimeError(f"{name}: Given normalized_shape={list(normalized)}, expected input with shape [*, {', '.join(map(str, normalized))}], but got input of size {list(a.shape)}")
+        raise RuntimeError(
+            f"{name}: Given normalized_shape={list(normalized)}, expected input with shape [*, {', '.join(map(str, normalized))}], but got input of size {list(a.shape)}"
+        )
     return normalized
 
 
@@ -88,7 +96,9 @@ def _layer_norm_vjp(g: Any, a: TensorProxy, normalized_shape: Any, weight: Tenso
     return (to_dtype(grad_a, a.dtype), None, grad_weight, grad_bias, None)
 
 
-def _normalization_input_grad(dy: TensorProxy, normalized_x: TensorProxy, rstd: TensorProxy, dims: Sequence[int]) -> TensorProxy:
+def _normalization_input_grad(
+    dy: TensorProxy, normalized_x: TensorProxy, rstd: TensorProxy, dims: Sequence[int]
+) -> TensorProxy:
     """d/dx of (x - mean) * rstd over ``dims``, applied to ``dy``."""
     mean_dy = reductions.mean(dy, tuple(dims), keepdim=True)
     mean_dy_x = reductions.mean(ew.mul(dy, normalized_x), tuple(dims), keepdim=True)
@@ -119,7 +129,9 @@ def rms_norm(a: TensorProxy, normalized_shape: Sequence[int], weight: TensorProx
     return to_dtype(result, a.dtype)
 
 
-def _rms_reciprocal(x: TensorProxy, dims: tuple[int, ...], dtype: dtypes.dtype, eps: float | None) -> TensorProxy:
+def _rms_reciprocal(
+    x: TensorProxy, dims: tuple[int, ...], dtype: dtypes.dtype, eps: float | None
+) -> TensorProxy:
     if eps is None:
         eps = torch.finfo(dtype.torch_dtype).eps
     return ew.rsqrt(ew.add(reductions.mean(ew.mul(x, x), dims, keepdim=True), eps))
@@ -160,15 +172,21 @@ def group_norm(a: TensorProxy, num_groups: int, weight: TensorProxy | None = Non
     return to_dtype(_affine(normalized, weight, bias, param_shape), a.dtype)
 
 
-def _group_shape(a: TensorProxy, num_groups: int, weight: TensorProxy | None, bias: TensorProxy | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _group_shape(
+    a: TensorProxy, num_groups: int, weight: TensorProxy | None, bias: TensorProxy | None
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
     if a.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {a.ndim}")
     channels = a.shape[1]
     if num_groups <= 0 or channels % num_groups:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of shape {list(a.shape)} and num_groups={num_groups}")
+        raise RuntimeError(
+            f"Expected number of channels in input to be divisible by num_groups, but got input of shape {list(a.shape)} and num_groups={num_groups}"
+        )
     for p in (weight, bias):
         if p is not None and (p.ndim != 1 or p.shape[0] != channels):
-            raise RuntimeError(f"Expected weight to be a vector of size equal to the number of channels in input, but got weight of shape {list(p.shape)} and input of shape {list(a.shape)}")
+            raise RuntimeError(
+                f"Expected weight to be a vector of size equal to the number of channels in input, but got weight of shape {list(p.shape)} and input of shape {list(a.shape)}"
+            )
     param_shape = (channels,) + (1,) * (a.ndim - 2)
     return (a.shape[0], num_groups, a.numel() // max(a.shape[0] * num_groups, 1)), param_shape
 
@@ -184,7 +202,9 @@ def _group_norm_vjp(g: Any, a: TensorProxy, num_groups: int, weight: TensorProxy
     mean, rstd = _statistics(x, (2,), eps)
     normalized_x = ew.mul(ew.sub(x, mean), rstd)
     dy = ew.mul(g, shape.reshape(to_dtype(weight, x.dtype), param_shape)) if weight is not None else g
-    grad_a = shape.reshape(_normalization_input_grad(shape.reshape(dy, grouped), normalized_x, rstd, (2,)), a.shape)
+    grad_a = shape.reshape(
+        _normalization_input_grad(shape.reshape(dy, grouped), normalized_x, rstd, (2,)), a.shape
+    )
     param_dims = (0,) + tuple(range(2, a.ndim))
     normalized_full = shape.reshape(normalized_x, a.shape)
     grad_weight = _param_grad(ew.mul(g, normalized_full), param_dims, weight)
@@ -213,12 +233,16 @@ def batch_norm(a: TensorProxy, running_mean: TensorProxy | None, running_var: Te
     channels = a.shape[1]
     for p in (running_mean, running_var, weight, bias):
         if p is not None and p.numel() != channels:
-            raise RuntimeError(f"batch_norm: expected a tensor of {channels} elements per channel, got {list(p.shape)}")
+            raise RuntimeError(
+                f"batch_norm: expected a tensor of {channels} elements per channel, got {list(p.shape)}"
+            )
     x = to_dtype(a, computation_dtype(a.dtype))
     reduced = (0,) + tuple(range(2, a.ndim))
     if training:
         if a.shape[0] * math.prod(a.shape[2:]) == 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(a.shape)}")
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size {list(a.shape)}"
+            )
         mean, rstd = _statistics(x, reduced, eps)
     else:
         if running_mean is None or running_var is None:
@@ -237,7 +261,9 @@ def batch_norm_running_stats(a: TensorProxy, running_mean: TensorProxy, running_
     (a cumulative average) is the module's business and not supported here.
     """
     if momentum is None:
-        raise NotImplementedError("batch_norm running statistics with momentum=None are not supported by thunder yet")
+        raise NotImplementedError(
+            "batch_norm running statistics with momentum=None are not supported by thunder yet"
+        )
     reduced = (0,) + tuple(range(2, a.ndim))
     x = to_dtype(a, computation_dtype(a.dtype))
     count = a.numel() // a.shape[1]
@@ -278,7 +304,9 @@ def instance_norm(a: TensorProxy, running_mean: TensorProxy | None = None, runni
     if a.ndim < 3:
         raise ValueError(f"instance_norm: expected at least 3D input (got {a.ndim}D input)")
     if use_input_stats and math.prod(a.shape[2:]) <= 1:
-        raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(a.shape)}")
+        raise ValueError(
+            f"Expected more than 1 spatial element when training, got input size {list(a.shape)}"
+        )
     if not use_input_stats:
         return batch_norm(a, running_mean, running_var, weight, bias, False, momentum, eps)
     x = to_dtype(a, computation_dtype(a.dtype))
@@ -291,7 +319,9 @@ def instance_norm(a: TensorProxy, running_mean: TensorProxy | None = None, runni
 
 
 @torchsymbol(F.local_response_norm)
-def local_response_norm(a: TensorProxy, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> TensorProxy:
+def local_response_norm(
+    a: TensorProxy, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+) -> TensorProxy:
     if a.ndim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {a.ndim} dimensions)")
     x = to_dtype(a, computation_dtype(a.dtype))
@@ -317,7 +347,11 @@ def vector_norm(x: TensorProxy, p: float, dims: Sequence[int], keepdim: bool = F
     if p == 1:
         return reductions.sum(magnitude, dims, keepdim=keepdim)
     if p == math.inf:
-        return reductions.amax(magnitude, dims, keepdim=keepdim) if x.numel() else reductions.sum(magnitude, dims, keepdim=keepdim)
+        return (
+            reductions.amax(magnitude, dims, keepdim=keepdim)
+            if x.numel()
+            else reductions.sum(magnitude, dims, keepdim=keepdim)
+        )
     if p == -math.inf:
         return reductions.amin(magnitude, dims, keepdim=keepdim)
     if p == 0:
@@ -326,7 +360,9 @@ def vector_norm(x: TensorProxy, p: float, dims: Sequence[int], keepdim: bool = F
 
 
 @torchsymbol(F.normalize)
-def normalize(a: TensorProxy, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> TensorProxy:
+def normalize(
+    a: TensorProxy, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None
+) -> TensorProxy:
     if out is not None:
         raise NotImplementedError("normalize with out= is not supported by thunder yet")
     x = to_dtype(a, computation_dtype(a.dtype))
@@ -343,8 +379,18 @@ def cosine_similarity(x1: TensorProxy, x2: TensorProxy, dim: int = 1, eps: float
     dtype = result_dtype(x1, x2)
     target = broadcast_shapes(x1.shape, x2.shape)
     d = canonical_dim(dim, len(target))
-    a = to_dtype(prims.broadcast_in_dim(x1, target, tuple(range(len(target) - x1.ndim, len(target)))) if x1.shape != target else x1, computation_dtype(dtype))
-    b = to_dtype(prims.broadcast_in_dim(x2, target, tuple(range(len(target) - x2.ndim, len(target)))) if x2.shape != target else x2, computation_dtype(dtype))
+    a = to_dtype(
+        prims.broadcast_in_dim(x1, target, tuple(range(len(target) - x1.ndim, len(target))))
+        if x1.shape != target
+        else x1,
+        computation_dtype(dtype),
+    )
+    b = to_dtype(
+        prims.broadcast_in_dim(x2, target, tuple(range(len(target) - x2.ndim, len(target))))
+        if x2.shape != target
+        else x2,
+        computation_dtype(dtype),
+    )
     a_norm = vector_norm(a, 2, (d,), keepdim=True)
     b_norm = vector_norm(b, 2, (d,), keepdim=True)
     a = ew.true_divide(a, ew.where(ew.lt(a_norm, eps), eps, a_norm))
@@ -353,10 +399,93 @@ def cosine_similarity(x1: TensorProxy, x2: TensorProxy, dim: int = 1, eps: float
 
 
 @torchsymbol(F.pairwise_distance, torch.pairwise_distance)
-def pairwise_distance(x1: TensorProxy, x2: TensorProxy, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> TensorProxy:
+def pairwise_distance(
+    x1: TensorProxy, x2: TensorProxy, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
+) -> TensorProxy:
     ndim = max(x1.ndim, x2.ndim)
     difference = ew.add(ew.sub(x1, x2), eps)
     if ndim == 0:
         return ew.abs(difference) if p != 0 else to_dtype(ew.ne(difference, 0), difference.dtype)
     x = to_dtype(difference, computation_dtype(difference.dtype))
     return to_dtype(vector_norm(x, p, (ndim - 1,), keepdim=keepdim), difference.dtype)
+
+
+@torchsymbol(torch.native_layer_norm)
+def native_layer_norm(a: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None,
+                      bias: TensorProxy | None, eps: float) -> tuple[TensorProxy, TensorProxy, TensorProxy]:  # fmt: skip
+    """layer_norm that also returns the mean and reciprocal standard deviation it used."""
+    normalized = _check_normalized_shape("native_layer_norm", a, normalized_shape, weight, bias)
+    x = to_dtype(a, computation_dtype(a.dtype))
+    dims = tuple(range(a.ndim - len(normalized), a.ndim))
+    mean, rstd = _statistics(x, dims, eps)
+    out = to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, normalized), a.dtype)
+    return out, to_dtype(mean, a.dtype), to_dtype(rstd, a.dtype)
+
+
+@torchsymbol(torch.native_group_norm)
+def native_group_norm(a: TensorProxy, weight: TensorProxy | None, bias: TensorProxy | None, n: int, c: int,
+                      hxw: int, group: int, eps: float) -> tuple[TensorProxy, TensorProxy, TensorProxy]:  # fmt: skip
+    """group_norm that also returns the per-(sample, group) mean and reciprocal standard deviation."""
+    if (n, c, hxw) != (a.shape[0], a.shape[1], math.prod(a.shape[2:])):
+        raise RuntimeError(f"native_group_norm: N={n}, C={c}, HxW={hxw} do not describe an input of shape {list(a.shape)}")
+    grouped, param_shape = _group_shape(a, group, weight, bias)
+    xg = shape.reshape(to_dtype(a, computation_dtype(a.dtype)), grouped)
+    mean, rstd = _statistics(xg, (2,), eps)
+    normalized = shape.reshape(ew.mul(ew.sub(xg, mean), rstd), a.shape)
+    out = to_dtype(_affine(normalized, weight, bias, param_shape), a.dtype)
+    stats_shape = (a.shape[0], group)
+    return out, to_dtype(shape.reshape(mean, stats_shape), a.dtype), to_dtype(shape.reshape(rstd, stats_shape), a.dtype)
+
+
+def _check_p_norm(name: str, p: float) -> None:
+    if p < 0:
+        raise RuntimeError(f"{name} only supports non-negative p values")
+
+
+@torchsymbol(F.pdist, torch.pdist)
+def pdist(a: TensorProxy, p: float = 2.0) -> TensorProxy:
+    """Distances between every pair of rows i < j, in row-major order of the pairs."""
+    if a.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {a.ndim}D")
+    _check_p_norm("pdist", p)
+    rows = a.shape[0]
+    first = [i for i in range(rows) for _ in range(i + 1, rows)]
+    second = [j for i in range(rows) for j in range(i + 1, rows)]
+    if not first:
+        return prims.full((0,), 0.0, device=a.device, dtype=a.dtype)
+    x = to_dtype(a, computation_dtype(a.dtype))
+    difference = ew.sub(select_positions(x, 0, first), select_positions(x, 0, second))
+    return to_dtype(vector_norm(difference, p, (1,)), a.dtype)
+
+
+@torchsymbol(torch.cdist)
+def cdist(x1: TensorProxy, x2: TensorProxy, p: float = 2.0, compute_mode: str | None = None) -> TensorProxy:
+    """Batched distances between the rows of x1 and x2. For p=2 eager may use the matrix-product
+    expansion |a|^2 - 2 a.b + |b|^2 (by ``compute_mode`` and size); so does this."""
+    if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"cdist: X1 and X2 must have the same number of columns, got shapes {list(x1.shape)} and {list(x2.shape)}")
+    _check_p_norm("cdist", p)
+    if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    a, b = to_dtype(x1, computation_dtype(x1.dtype)), to_dtype(x2, computation_dtype(x2.dtype))
+    rows, columns = x1.shape[-2], x2.shape[-2]
+    use_mm = p == 2 and (
+        compute_mode == "use_mm_for_euclid_dist"
+        or (compute_mode in (None, "use_mm_for_euclid_dist_if_necessary") and (rows > 25 or columns > 25))
+    )
+    if use_mm:
+        a_norm = reductions.sum(ew.mul(a, a), -1, keepdim=True)
+        b_norm = shape.transpose(reductions.sum(ew.mul(b, b), -1, keepdim=True), -2, -1)
+        products = prims.matmul(*_batch_broadcast(ew.mul(a, -2.0), shape.transpose(b, -2, -1)))
+        squared = ew.add(ew.add(products, a_norm), b_norm)
+        return to_dtype(ew.sqrt(ew.where(ew.lt(squared, 0.0), 0.0, squared)), x1.dtype)
+    difference = ew.sub(shape.unsqueeze(a, -2), shape.unsqueeze(b, -3))
+    return to_dtype(vector_norm(difference, p, (difference.ndim - 1,)), x1.dtype)
+
+
+def _batch_broadcast(a: TensorProxy, b: TensorProxy) -> tuple[TensorProxy, TensorProxy]:
+    from thunder.core.promotion import broadcast_shapes
+    from thunder.torch.utils import expand_to
+
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return expand_to(a, batch + a.shape[-2:]), expand_to(b, batch + b.shape[-2:])

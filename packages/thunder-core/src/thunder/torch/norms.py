@@ -65,14 +65,19 @@ def vector_norm(a: TensorProxy, ord: float = 2, dim: Any = None, keepdim: bool =
 
 
 @register_vjp(vector_norm)
-def _vector_norm_vjp(g: Any, a: Any, ord: Any, dim: Any, keepdim: bool, *, out: Any, dtype: Any = None) -> tuple:  # noqa: A002
+def _vector_norm_vjp(
+    g: Any, a: Any, ord: Any, dim: Any, keepdim: bool, *, out: Any, dtype: Any = None
+) -> tuple:  # noqa: A002
     """Subgradients where eager takes them: 0 at a zero norm, an even split among tied maxima."""
     if g is None:
         return (None,) * 4
     dims = canonical_dims(dim, a.ndim)
     computation_dtype = dtypes.float32 if dtypes.is_low_precision(a.dtype) else a.dtype
     x = to_dtype(a, computation_dtype)
-    norm, g = to_dtype(keep_dims(out, a, dims), computation_dtype), to_dtype(keep_dims(g, a, dims), computation_dtype)
+    norm, g = (
+        to_dtype(keep_dims(out, a, dims), computation_dtype),
+        to_dtype(keep_dims(g, a, dims), computation_dtype),
+    )
     kept = tuple(range(a.ndim))
     norm, g = prims.broadcast_in_dim(norm, a.shape, kept), prims.broadcast_in_dim(g, a.shape, kept)
     ord = float(ord)

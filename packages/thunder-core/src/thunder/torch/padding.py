@@ -28,7 +28,9 @@ def _pairs(a: TensorProxy, pad: Sequence[int]) -> list[tuple[int, int]]:
 def _constant(a: TensorProxy, pairs: list[tuple[int, int]], value: Any) -> TensorProxy:
     for d, (low, high) in enumerate(pairs):
         if a.shape[d] + low + high < 0:
-            raise RuntimeError(f"The input size {a.shape[d]}, plus negative padding {low} and {high} resulted in a negative output size")
+            raise RuntimeError(
+                f"The input size {a.shape[d]}, plus negative padding {low} and {high} resulted in a negative output size"
+            )
     if value is None:
         value = 0
     fill = float(value) if a.dtype.is_floating_point else complex(value) if a.dtype.is_complex else int(value)
@@ -62,17 +64,25 @@ def _check_mode(mode: str, a: TensorProxy, pairs: list[tuple[int, int]], padded_
         low, high = pairs[d]
         n = a.shape[d]
         if mode == "reflect" and (low >= n or high >= n):
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({low}, {high}) at dimension {d} of input {list(a.shape)}")
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({low}, {high}) at dimension {d} of input {list(a.shape)}"
+            )
         if mode == "circular" and (low > n or high > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         if n + low + high < 0 or (n == 0 and (low or high)):
-            raise RuntimeError(f"input tensor with shape {list(a.shape)} cannot be padded by {(low, high)} in dim {d}")
+            raise RuntimeError(
+                f"input tensor with shape {list(a.shape)} cannot be padded by {(low, high)} in dim {d}"
+            )
     if any(a.shape[d] == 0 for d in range(1, a.ndim)):
-        raise RuntimeError(f"Expected {a.ndim}D tensor with possibly 0 batch size and other non-zero dimensions for input, but got: {list(a.shape)}")
+        raise RuntimeError(
+            f"Expected {a.ndim}D tensor with possibly 0 batch size and other non-zero dimensions for input, but got: {list(a.shape)}"
+        )
 
 
 @torchsymbol(F.pad)
-def pad(a: TensorProxy, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> TensorProxy:
+def pad(
+    a: TensorProxy, pad: Sequence[int], mode: str = "constant", value: float | None = None
+) -> TensorProxy:
     pairs = _pairs(a, pad)
     if mode == "constant":
         return _constant(a, pairs, value)

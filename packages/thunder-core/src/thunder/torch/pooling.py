@@ -46,7 +46,10 @@ class Axis:
 def regular_axis(size: int, kernel: int, stride: int, padding: int, dilation: int, ceil_mode: bool) -> Axis:
     out = pooled_size(size, kernel, stride, padding, dilation, ceil_mode)
     positions = tuple(tuple(o * stride - padding + j * dilation for o in range(out)) for j in range(kernel))
-    include = tuple(min(o * stride - padding + (kernel - 1) * dilation + 1, size + padding) - (o * stride - padding) for o in range(out))
+    include = tuple(
+        min(o * stride - padding + (kernel - 1) * dilation + 1, size + padding) - (o * stride - padding)
+        for o in range(out)
+    )
     return Axis(size, positions, include)
 
 
@@ -55,7 +58,9 @@ def adaptive_axis(size: int, out: int) -> Axis:
     starts = [(i * size) // out for i in range(out)]
     ends = [-((-(i + 1) * size) // out) for i in range(out)]
     longest = max((e - s for s, e in zip(starts, ends)), default=0)
-    positions = tuple(tuple(s + j if s + j < e else size for s, e in zip(starts, ends)) for j in range(longest))
+    positions = tuple(
+        tuple(s + j if s + j < e else size for s, e in zip(starts, ends)) for j in range(longest)
+    )
     return Axis(size, positions, tuple(e - s for s, e in zip(starts, ends)))
 
 
@@ -91,17 +96,23 @@ def windows(x: TensorProxy, axes: Sequence[Axis], fill: Any) -> Iterator[tuple[t
         yield offsets, picked
 
 
-def _axis_constant(values: Sequence[int], d: int, axes: Sequence[Axis], x: TensorProxy, dtype: dtypes.dtype) -> Any:
+def _axis_constant(
+    values: Sequence[int], d: int, axes: Sequence[Axis], x: TensorProxy, dtype: dtypes.dtype
+) -> Any:
     """A 1-d constant along spatial dim ``d``, shaped to broadcast against the pooled output."""
     shape = (1,) * (x.ndim - len(axes)) + tuple(len(values) if i == d else 1 for i in range(len(axes)))
     if is_progression(values) and len(values) > 1:
-        constant = prims.iota(len(values), start=values[0], step=values[1] - values[0], device=x.device, dtype=dtype)
+        constant = prims.iota(
+            len(values), start=values[0], step=values[1] - values[0], device=x.device, dtype=dtype
+        )
     else:
         constant = prims.tensor_from_sequence(list(values), device=x.device, dtype=dtype)
     return prims.reshape(constant, shape)
 
 
-def _flat_positions(offsets: tuple[int, ...], axes: Sequence[Axis], x: TensorProxy, out_shape: tuple[int, ...]) -> TensorProxy:
+def _flat_positions(
+    offsets: tuple[int, ...], axes: Sequence[Axis], x: TensorProxy, out_shape: tuple[int, ...]
+) -> TensorProxy:
     """The flat index into the unpadded spatial dims of the positions ``offsets`` picks (padding
     clamps to the nearest valid position, which eager reports for a window of padding only)."""
     total: Any = None
@@ -115,7 +126,9 @@ def _flat_positions(offsets: tuple[int, ...], axes: Sequence[Axis], x: TensorPro
     return expand_to(total, out_shape)
 
 
-def max_over_windows(x: TensorProxy, axes: Sequence[Axis], with_indices: bool) -> tuple[TensorProxy, TensorProxy | None]:
+def max_over_windows(
+    x: TensorProxy, axes: Sequence[Axis], with_indices: bool
+) -> tuple[TensorProxy, TensorProxy | None]:
     fill = -math.inf if x.dtype.is_floating_point else torch.iinfo(x.dtype.torch_dtype).min
     best: Any = None
     best_index: Any = None
@@ -126,7 +139,11 @@ def max_over_windows(x: TensorProxy, axes: Sequence[Axis], with_indices: bool) -
         elif not with_indices:
             best = ew.maximum(best, picked)
         else:
-            take = ew.bitwise_or(ew.gt(picked, best), ew.isnan(picked)) if x.dtype.is_floating_point else ew.gt(picked, best)
+            take = (
+                ew.bitwise_or(ew.gt(picked, best), ew.isnan(picked))
+                if x.dtype.is_floating_point
+                else ew.gt(picked, best)
+            )
             best = ew.where(take, picked, best)
             best_index = ew.where(take, _flat_positions(offsets, axes, x, picked.shape), best_index)
     return best, best_index
@@ -168,7 +185,9 @@ def _batched(a: TensorProxy, spatial: int, name: str) -> tuple[TensorProxy, bool
     if a.ndim == spatial + 1:
         return prims.reshape(a, (1, *a.shape)), True
     if a.ndim != spatial + 2:
-        raise RuntimeError(f"{name}: Expected {spatial + 1}D or {spatial + 2}D input, but got input of size {list(a.shape)}")
+        raise RuntimeError(
+            f"{name}: Expected {spatial + 1}D or {spatial + 2}D input, but got input of size {list(a.shape)}"
+        )
     return a, False
 
 
@@ -178,13 +197,17 @@ def _unbatched(result: TensorProxy | None, squeeze: bool) -> Any:
 
 def _check_nonempty(name: str, a: TensorProxy, spatial: int) -> None:
     if any(s == 0 for s in a.shape[-spatial - 1 :]) or (a.ndim == spatial + 2 and a.shape[1] == 0):
-        raise RuntimeError(f"{name}: Expected input's non-batch dimensions to have positive length, but got {list(a.shape)}")
+        raise RuntimeError(
+            f"{name}: Expected input's non-batch dimensions to have positive length, but got {list(a.shape)}"
+        )
 
 
 def _regular_axes(name: str, a: TensorProxy, spatial: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
                   ceil_mode: bool) -> list[Axis]:  # fmt: skip
     kernel = per_dim(kernel_size, spatial, "kernel_size")
-    strides = per_dim(stride, spatial, "stride") if stride is not None and stride != [] and stride != () else kernel
+    strides = (
+        per_dim(stride, spatial, "stride") if stride is not None and stride != [] and stride != () else kernel
+    )
     paddings = per_dim(padding, spatial, "padding")
     dilations = per_dim(dilation, spatial, "dilation")
     if min(kernel) <= 0 or min(strides) <= 0 or min(dilations) <= 0:
@@ -192,7 +215,9 @@ def _regular_axes(name: str, a: TensorProxy, spatial: int, kernel_size: Any, str
     axes = []
     for size, k, s, p, d in zip(a.shape[-spatial:], kernel, strides, paddings, dilations):
         if p < 0 or p > ((k - 1) * d + 1) // 2:
-            raise RuntimeError(f"{name}: pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and dilation={d}")
+            raise RuntimeError(
+                f"{name}: pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and dilation={d}"
+            )
         if pooled_size(size, k, s, p, d, ceil_mode) < 1:
             raise RuntimeError(f"{name}: Output size is too small for input of size {list(a.shape)}")
         axes.append(regular_axis(size, k, s, p, d, ceil_mode))
@@ -239,7 +264,9 @@ def _avg_pool(name: str, spatial: int, a: TensorProxy, kernel_size: Any, stride:
     axes = _regular_axes(name, x, spatial, kernel_size, stride, padding, 1, ceil_mode)
     x = to_dtype(x, computation_dtype(x.dtype))
     total = sum_over_windows(x, axes)
-    divisor = float(divisor_override) if divisor_override is not None else _divisor(axes, x, count_include_pad)
+    divisor = (
+        float(divisor_override) if divisor_override is not None else _divisor(axes, x, count_include_pad)
+    )
     if not (a.dtype.is_floating_point or a.dtype.is_complex):
         return _unbatched(ew.div(total, divisor, rounding_mode="floor"), squeeze)
     return _unbatched(to_dtype(ew.true_divide(total, divisor), a.dtype), squeeze)
@@ -254,13 +281,17 @@ def avg_pool1d(a: TensorProxy, kernel_size: Any, stride: Any = None, padding: An
 @torchsymbol(F.avg_pool2d)
 def avg_pool2d(a: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: Any = None) -> TensorProxy:  # fmt: skip
-    return _avg_pool("avg_pool2d", 2, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return _avg_pool(
+        "avg_pool2d", 2, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
 
 
 @torchsymbol(F.avg_pool3d)
 def avg_pool3d(a: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: Any = None) -> TensorProxy:  # fmt: skip
-    return _avg_pool("avg_pool3d", 3, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return _avg_pool(
+        "avg_pool3d", 3, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,15 +299,17 @@ def avg_pool3d(a: TensorProxy, kernel_size: Any, stride: Any = None, padding: An
 
 
 def _adaptive_axes(name: str, a: TensorProxy, spatial: int, output_size: Any) -> list[Axis]:
-    sizes = [output_size] * spatial if isinstance(output_size, int) or output_size is None else list(output_size)
+    sizes = (
+        [output_size] * spatial if isinstance(output_size, int) or output_size is None else list(output_size)
+    )
     if len(sizes) == 1 and spatial > 1:
         sizes = sizes * spatial
     if len(sizes) != spatial:
         raise RuntimeError(f"{name}: output_size must be {spatial} values, got {output_size}")
-    sizes = [a.shape[a.ndim - spatial + d] if s is None else int(s) for d, s in enumerate(sizes)]
-    if min(sizes) < 0:
-        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0, got {sizes}")
-    return [adaptive_axis(a.shape[a.ndim - spatial + d], s) for d, s in enumerate(sizes)]
+    resolved = [a.shape[a.ndim - spatial + d] if s is None else int(s) for d, s in enumerate(sizes)]
+    if min(resolved) < 0:
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0, got {resolved}")
+    return [adaptive_axis(a.shape[a.ndim - spatial + d], s) for d, s in enumerate(resolved)]
 
 
 def _adaptive_avg_pool(name: str, spatial: int, a: TensorProxy, output_size: Any) -> TensorProxy:
@@ -306,7 +339,9 @@ def adaptive_avg_pool3d(a: TensorProxy, output_size: Any) -> TensorProxy:
     return _adaptive_avg_pool("adaptive_avg_pool3d", 3, a, output_size)
 
 
-def _adaptive_max_pool(name: str, spatial: int, a: TensorProxy, output_size: Any, return_indices: bool) -> Any:
+def _adaptive_max_pool(
+    name: str, spatial: int, a: TensorProxy, output_size: Any, return_indices: bool
+) -> Any:
     x, squeeze = _batched(a, spatial, name)
     _check_nonempty(name, a, spatial)
     axes = _adaptive_axes(name, x, spatial, output_size)
@@ -331,3 +366,44 @@ def adaptive_max_pool2d(a: TensorProxy, output_size: Any, return_indices: bool =
 @torchsymbol(F.adaptive_max_pool3d)
 def adaptive_max_pool3d(a: TensorProxy, output_size: Any, return_indices: bool = False) -> Any:
     return _adaptive_max_pool("adaptive_max_pool3d", 3, a, output_size, return_indices)
+
+
+def _max_unpool(name: str, spatial: int, a: TensorProxy, indices: TensorProxy, kernel_size: Any, stride: Any,
+                padding: Any, output_size: Any) -> TensorProxy:  # fmt: skip
+    """Each input value written at its flat spatial index of the output; everything else is 0."""
+    x, squeeze = _batched(a, spatial, name)
+    index, _ = _batched(indices, spatial, name)
+    if index.shape != x.shape or index.dtype is not dtypes.int64:
+        raise RuntimeError(f"{name}: Expected shape of indices to be same as that of the input tensor ({list(a.shape)}) and an int64 dtype")
+    kernel = per_dim(kernel_size, spatial, "kernel_size")
+    strides = per_dim(stride, spatial, "stride") if stride is not None else kernel
+    paddings = per_dim(padding, spatial, "padding")
+    default = [(size - 1) * s - 2 * p + k for size, s, p, k in zip(x.shape[2:], strides, paddings, kernel)]
+    sizes = default if output_size is None else [int(s) for s in list(output_size)[-spatial:]]
+    if output_size is not None and any(abs(s - d) >= st for s, d, st in zip(sizes, default, strides)):
+        raise ValueError(f"{name}: output_size {sizes} is not within one stride of the default size {default}")
+    n, c = x.shape[:2]
+    flat_size = math.prod(sizes)
+    zeros = prims.full((n, c, flat_size), 0, device=x.device, dtype=x.dtype)
+    flat_index = prims.reshape(index, (n, c, math.prod(x.shape[2:])))
+    flat_values = prims.reshape(x, (n, c, math.prod(x.shape[2:])))
+    result = prims.reshape(prims.scatter(zeros, 2, flat_index, flat_values), (n, c, *sizes))
+    return _unbatched(result, squeeze)
+
+
+@torchsymbol(F.max_unpool1d)
+def max_unpool1d(a: TensorProxy, indices: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> TensorProxy:  # fmt: skip
+    return _max_unpool("max_unpool1d", 1, a, indices, kernel_size, stride, padding, output_size)
+
+
+@torchsymbol(F.max_unpool2d)
+def max_unpool2d(a: TensorProxy, indices: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> TensorProxy:  # fmt: skip
+    return _max_unpool("max_unpool2d", 2, a, indices, kernel_size, stride, padding, output_size)
+
+
+@torchsymbol(F.max_unpool3d)
+def max_unpool3d(a: TensorProxy, indices: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> TensorProxy:  # fmt: skip
+    return _max_unpool("max_unpool3d", 3, a, indices, kernel_size, stride, padding, output_size)

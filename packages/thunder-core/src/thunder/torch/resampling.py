@@ -20,28 +20,44 @@ from thunder.torch import elementwise as ew
 from thunder.torch import shape
 from thunder.torch.convolution import per_dim
 from thunder.torch.nn_common import computation_dtype, select_positions
-from thunder.torch.pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, regular_axis, windows
+from thunder.torch.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    regular_axis,
+    windows,
+)
 from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import to_dtype
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3}
 
 
-def _output_sizes(a: TensorProxy, spatial: int, size: Any, scale_factor: Any) -> tuple[list[int], list[float | None]]:
+def _output_sizes(
+    a: TensorProxy, spatial: int, size: Any, scale_factor: Any
+) -> tuple[list[int], list[float | None]]:
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
         sizes = [int(s) for s in (size if isinstance(size, Sequence) else [size] * spatial)]
         if len(sizes) != spatial:
-            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with spatial dimensions of {list(a.shape[2:])} and output size of {sizes}.")
+            raise ValueError(
+                f"Input and output must have the same number of spatial dimensions, but got input with spatial dimensions of {list(a.shape[2:])} and output size of {sizes}."
+            )
         return sizes, [None] * spatial
-    scales = [float(s) for s in (scale_factor if isinstance(scale_factor, Sequence) else [scale_factor] * spatial)]
+    scales: list[float | None] = [
+        float(s) for s in (scale_factor if isinstance(scale_factor, Sequence) else [scale_factor] * spatial)
+    ]
     if len(scales) != spatial:
-        raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input with spatial dimensions of {list(a.shape[2:])} and scale_factor of shape {scales}.")
-    return [math.floor(n * s) for n, s in zip(a.shape[2:], scales)], scales
+        raise ValueError(
+            f"Input and scale_factor must have the same number of spatial dimensions, but got input with spatial dimensions of {list(a.shape[2:])} and scale_factor of shape {scales}."
+        )
+    return [math.floor(n * float(s or 0)) for n, s in zip(a.shape[2:], scales)], scales
 
 
-def _scale(in_size: int, out_size: int, scale: float | None, align_corners: bool, dtype: torch.dtype) -> torch.Tensor:
+def _scale(
+    in_size: int, out_size: int, scale: float | None, align_corners: bool, dtype: torch.dtype
+) -> torch.Tensor:
     if align_corners:
         value = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
     elif scale is not None and scale > 0:
@@ -55,7 +71,9 @@ def _nearest(x: TensorProxy, dim: int, out_size: int, scale: float | None, exact
     in_size = x.shape[dim]
     step = _scale(in_size, out_size, scale, False, torch.float32)
     offset = 0.5 if exact else 0.0
-    positions = torch.floor((torch.arange(out_size, dtype=torch.float32) + offset) * step).clamp(max=in_size - 1)
+    positions = torch.floor((torch.arange(out_size, dtype=torch.float32) + offset) * step).clamp(
+        max=in_size - 1
+    )
     return select_positions(x, dim, [int(p) for p in positions.tolist()])
 
 
@@ -120,9 +138,13 @@ def interpolate(a: TensorProxy, size: Any = None, scale_factor: Any = None, mode
                 antialias: bool = False) -> TensorProxy:  # fmt: skip
     spatial = a.ndim - 2
     if spatial < 1 or spatial > 3:
-        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {a.ndim}D) for the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got {mode})")
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {a.ndim}D) for the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got {mode})"
+        )
     if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
-        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear")
+        raise ValueError(
+            "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear"
+        )
     if antialias:
         raise NotImplementedError("interpolate with antialias=True is not supported by thunder yet")
     sizes, scales = _output_sizes(a, spatial, size, scale_factor)
@@ -131,13 +153,17 @@ def interpolate(a: TensorProxy, size: Any = None, scale_factor: Any = None, mode
     if mode == "area":
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[spatial - 1](a, sizes)
     if mode in _LINEAR_MODES and _LINEAR_MODES[mode] != spatial:
-        raise NotImplementedError(f"Got {a.ndim}D input, but {mode} mode needs {_LINEAR_MODES[mode] + 2}D input")
+        raise NotImplementedError(
+            f"Got {a.ndim}D input, but {mode} mode needs {_LINEAR_MODES[mode] + 2}D input"
+        )
     if mode == "bicubic" and spatial != 2:
         raise NotImplementedError(f"Got {a.ndim}D input, but bicubic mode needs 4D input")
     if mode not in ("nearest", "nearest-exact", "bicubic", *_LINEAR_MODES):
         raise NotImplementedError(f"interpolate mode {mode!r} is not supported")
     if any(s <= 0 for s in sizes) or any(s == 0 for s in a.shape[1:]):
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input {list(a.shape[2:])} and output {sizes}")
+        raise RuntimeError(
+            f"Input and output sizes should be greater than 0, but got input {list(a.shape[2:])} and output {sizes}"
+        )
     if mode in ("nearest", "nearest-exact"):
         x = a
         for d, (out_size, scale) in enumerate(zip(sizes, scales)):
@@ -165,7 +191,9 @@ def upsample_bilinear(a: TensorProxy, size: Any = None, scale_factor: Any = None
 
 
 @torchsymbol(F.unfold)
-def im2col(a: TensorProxy, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> TensorProxy:
+def im2col(
+    a: TensorProxy, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
+) -> TensorProxy:
     """Sliding blocks as columns: (N, C * prod(kernel), L), channels outermost, then kernel offsets."""
     if a.ndim not in (3, 4):
         raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {a.ndim}D)")
@@ -173,11 +201,15 @@ def im2col(a: TensorProxy, kernel_size: Any, dilation: Any = 1, padding: Any = 0
     kernel, dilations = per_dim(kernel_size, 2, "kernel_size"), per_dim(dilation, 2, "dilation")
     paddings, strides = per_dim(padding, 2, "padding"), per_dim(stride, 2, "stride")
     if min(kernel) <= 0 or min(dilations) <= 0 or min(strides) <= 0 or min(paddings) < 0:
-        raise RuntimeError("unfold: kernel_size, dilation and stride must be positive and padding non-negative")
+        raise RuntimeError(
+            "unfold: kernel_size, dilation and stride must be positive and padding non-negative"
+        )
     axes = []
     for size, k, s, p, d in zip(batched.shape[2:], kernel, strides, paddings, dilations):
         if (size + 2 * p - d * (k - 1) - 1) // s + 1 < 1:
-            raise RuntimeError(f"unfold: the sliding blocks of {kernel} do not fit in the padded input {list(a.shape)}")
+            raise RuntimeError(
+                f"unfold: the sliding blocks of {kernel} do not fit in the padded input {list(a.shape)}"
+            )
         axes.append(regular_axis(size, k, s, p, d, False))
     blocks = [picked for _, picked in windows(batched, axes, 0.0 if a.dtype.is_floating_point else 0)]
     n, c = batched.shape[:2]
@@ -191,9 +223,13 @@ def im2col(a: TensorProxy, kernel_size: Any, dilation: Any = 1, padding: Any = 0
 def pixel_shuffle(a: TensorProxy, upscale_factor: int) -> TensorProxy:
     r = upscale_factor
     if a.ndim < 3:
-        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with {a.ndim} dimension(s)")
+        raise RuntimeError(
+            f"pixel_shuffle expects input to have at least 3 dimensions, but got input with {a.ndim} dimension(s)"
+        )
     if r <= 0 or a.shape[-3] % (r * r):
-        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={a.shape[-3]} is not divisible by {r * r}")
+        raise RuntimeError(
+            f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={a.shape[-3]} is not divisible by {r * r}"
+        )
     *batch, c, h, w = a.shape
     split = prims.reshape(a, (*batch, c // (r * r), r, r, h, w))
     b = len(batch)
@@ -205,9 +241,13 @@ def pixel_shuffle(a: TensorProxy, upscale_factor: int) -> TensorProxy:
 def pixel_unshuffle(a: TensorProxy, downscale_factor: int) -> TensorProxy:
     r = downscale_factor
     if a.ndim < 3:
-        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with {a.ndim} dimension(s)")
+        raise RuntimeError(
+            f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with {a.ndim} dimension(s)"
+        )
     if r <= 0 or a.shape[-2] % r or a.shape[-1] % r:
-        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor {r}, got {list(a.shape)}")
+        raise RuntimeError(
+            f"pixel_unshuffle expects height and width to be divisible by downscale_factor {r}, got {list(a.shape)}"
+        )
     *batch, c, h, w = a.shape
     split = prims.reshape(a, (*batch, c, h // r, r, w // r, r))
     b = len(batch)
@@ -218,9 +258,13 @@ def pixel_unshuffle(a: TensorProxy, downscale_factor: int) -> TensorProxy:
 @torchsymbol(F.channel_shuffle, torch.channel_shuffle)
 def channel_shuffle(a: TensorProxy, groups: int) -> TensorProxy:
     if a.ndim < 3:
-        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with {a.ndim} dimension(s)")
+        raise RuntimeError(
+            f"channel_shuffle expects input to have at least 3 dimensions, but got input with {a.ndim} dimension(s)"
+        )
     if groups <= 0 or a.shape[1] % groups:
-        raise RuntimeError(f"Number of channels must be divisible by groups. Got {a.shape[1]} channels and {groups} groups.")
+        raise RuntimeError(
+            f"Number of channels must be divisible by groups. Got {a.shape[1]} channels and {groups} groups."
+        )
     n, c, *rest = a.shape
     split = prims.reshape(a, (n, groups, c // groups, *rest))
     moved = shape.permute(split, [0, 2, 1, *range(3, split.ndim)])

@@ -61,7 +61,7 @@ igammac = _special("igammac", prims.igammac, 2, DEFAULT, "gammaincc")
 zeta = _special("zeta", prims.zeta, 2, INT_TO_FLOAT, "zeta")
 for _name in prims.SPECIAL_UNARY_NO_GRAD:
     globals()[_name] = _special(_name, getattr(prims, _name), 1, INT_TO_FLOAT, _name)
-for _name in prims.SPECIAL_BINARY_NO_GRAD[:12]:  # the orthogonal polynomials p(x, n)
+for _name in prims.SPECIAL_BINARY_NO_GRAD:  # the orthogonal polynomials p(x, n)
     globals()[_name] = _special(_name, getattr(prims, _name), 2, DEFAULT, _name)
 alias(torch.special.psi, digamma)
 

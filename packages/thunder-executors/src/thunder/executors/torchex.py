@@ -223,10 +223,11 @@ def _claim_prims() -> None:
 # torch calls whose signatures differ, and binary functions that take numbers in either place.
 _SPECIAL_FUNCTIONS = (
     ("i0e", "i1", "i1e", "ndtri", "log_ndtr", "erfcx", "zeta") + prims.SPECIAL_UNARY_NO_GRAD
-    + prims.SPECIAL_BINARY_NO_GRAD[:12]
+    + prims.SPECIAL_BINARY_NO_GRAD
 )  # fmt: skip
 _BINARY_MATH = frozenset(
-    {"zeta", "copysign", "hypot", "igamma", "igammac", "fmax", "fmin", "nextafter"}
+    {"zeta", "copysign", "hypot", "igamma", "igammac", "fmax", "fmin", "nextafter", "gcd", "lcm"}
+    | {"bitwise_left_shift", "bitwise_right_shift"}
     | set(prims.SPECIAL_BINARY_NO_GRAD)
 )
 
@@ -360,12 +361,12 @@ def _claim_math_prims() -> None:
             )
     for name in _BINARY_MATH | set(_SPECIAL_FUNCTIONS):
         symbol = getattr(prims, name)
-        fn = getattr(torch.special, name, None) if name in _SPECIAL_FUNCTIONS else getattr(torch, name)
+        torch_fn = getattr(torch.special if name in _SPECIAL_FUNCTIONS else torch, name)
         if name in _BINARY_MATH:
-            fn = _tensor_operands(fn)
-            fn.__name__ = fn.__qualname__ = f"prim_{name}"
-            globals()[fn.__name__] = fn
-        executor.register_implementation(symbol, _operator(fn, symbol))
+            torch_fn = _tensor_operands(torch_fn)
+            torch_fn.__name__ = torch_fn.__qualname__ = f"prim_{name}"
+            globals()[torch_fn.__name__] = torch_fn
+        executor.register_implementation(symbol, _operator(torch_fn, symbol))
     for symbol, fn in _MATH_SAME_SIGNATURE.items():
         executor.register_implementation(symbol, _operator(fn, symbol))
     for fn in _MATH_ADAPTED:

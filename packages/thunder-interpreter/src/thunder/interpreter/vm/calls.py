@@ -16,7 +16,16 @@ from typing import Any
 
 from thunder.interpreter.vm.errors import InterpreterError
 
-__all__ = ["call", "call_opaque", "report_mutation", "interpret_function", "lookup_type", "MISSING", "DEFER", "is_own_code"]
+__all__ = [
+    "call",
+    "call_opaque",
+    "report_mutation",
+    "interpret_function",
+    "lookup_type",
+    "MISSING",
+    "DEFER",
+    "is_own_code",
+]
 
 _ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 _GENERATOR_FLAG = inspect.CO_GENERATOR

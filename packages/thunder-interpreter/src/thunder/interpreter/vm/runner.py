@@ -46,8 +46,8 @@ def interpret(
     context = InterpreterContext(hooks)
     hooks.current_location = context.user_location  # type: ignore[method-assign]
     register = context.provenance.register
-    for value, source in known_sources:
-        register(value, source)
+    for value, known in known_sources:
+        register(value, known)
     for value, source in zip(args, arg_sources):
         if source is not None:
             register(value, source)

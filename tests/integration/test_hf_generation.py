@@ -1,0 +1,103 @@
+"""Greedy decoding with a Hugging Face KV cache through ``thunder.jit``, against eager PyTorch.
+
+The cache is transformers' ``StaticCache``: its key/value tensors are allocated once at the maximum
+length and every step writes the new positions into them in place (``index_copy_``, which thunder
+functionalizes and writes back in the epilogue). Shapes therefore stay the same from step to step,
+so a decode loop compiles twice, once for the prompt and once for the one-token steps, however
+many tokens it generates: the static cache is the bucketing (one bucket, the maximum length).
+
+``DynamicCache`` grows by rebinding its tensors (``layer.keys = torch.cat(...)``), a side effect on
+an object thunder does not write back yet; it raises a clear error instead of decoding wrongly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import thunder
+
+transformers = pytest.importorskip(
+    "transformers", reason="transformers is not installed (the `test` extra has it)"
+)
+
+VOCAB, MAX_LENGTH, STEPS = 128, 32, 8
+
+
+def gpt2() -> torch.nn.Module:
+    config = transformers.GPT2Config(
+        n_embd=32, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=64, bos_token_id=1, eos_token_id=2,
+    )  # fmt: skip
+    return transformers.GPT2LMHeadModel(config)
+
+
+def llama() -> torch.nn.Module:
+    config = transformers.LlamaConfig(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64,
+    )  # fmt: skip
+    return transformers.LlamaForCausalLM(config)
+
+
+def static_cache(model: torch.nn.Module, batch: int) -> Any:
+    """A StaticCache with its tensors allocated now (not lazily inside the compiled call)."""
+    config = model.config
+    cache = transformers.StaticCache(config=config, max_cache_len=MAX_LENGTH)
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    cache.early_initialization(
+        batch, heads, config.hidden_size // config.num_attention_heads, torch.float32, "cpu"
+    )
+    return cache
+
+
+def greedy_decode(model: Callable, prompt: torch.Tensor, cache: Any, steps: int = STEPS) -> torch.Tensor:
+    ids, position, tokens = prompt, 0, []
+    with torch.no_grad():
+        for _ in range(steps):
+            length = ids.shape[1]
+            positions = torch.arange(position, position + length).expand(ids.shape[0], -1)
+            output = model(input_ids=ids, past_key_values=cache, use_cache=True, position_ids=positions)
+            next_token = output.logits[:, -1].argmax(-1)
+            tokens.append(next_token)
+            ids, position = next_token[:, None], position + length
+    return torch.stack(tokens, dim=1)
+
+
+@pytest.mark.parametrize("make_model", [gpt2, llama], ids=["gpt2", "llama"])
+def test_greedy_decode_with_static_cache_matches_eager(make_model: Callable) -> None:
+    torch.manual_seed(0)
+    model = make_model().eval()
+    prompt = torch.randint(0, VOCAB, (2, 5), generator=torch.Generator().manual_seed(1))
+    expected = greedy_decode(model, prompt, static_cache(model, 2))
+
+    jitted = thunder.jit(model)
+    cache = static_cache(model, 2)
+    actual = greedy_decode(jitted, prompt, cache)
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    # one compile for the prompt, one for all the one-token steps: no retrace per sequence length
+    assert thunder.cache_misses(jitted) == 2
+    assert thunder.cache_hits(jitted) == STEPS - 2
+    # the epilogue wrote the keys and values into the caller's cache, as eager does
+    eager_cache = static_cache(model, 2)
+    greedy_decode(model, prompt, eager_cache)
+    for actual_layer, expected_layer in zip(cache.layers, eager_cache.layers):
+        torch.testing.assert_close(actual_layer.keys, expected_layer.keys)
+        torch.testing.assert_close(actual_layer.values, expected_layer.values)
+
+    # a second generation, with a new cache and prompt, runs the cached entries
+    prompt = torch.randint(0, VOCAB, (2, 5), generator=torch.Generator().manual_seed(2))
+    expected = greedy_decode(model, prompt, static_cache(model, 2))
+    actual = greedy_decode(jitted, prompt, static_cache(model, 2))
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    assert thunder.cache_misses(jitted) == 2
+
+
+def test_dynamic_cache_raises_instead_of_decoding_wrongly() -> None:
+    torch.manual_seed(0)
+    model = llama().eval()
+    prompt = torch.randint(0, VOCAB, (2, 5))
+    with pytest.raises(NotImplementedError, match="DynamicLayer.keys"):
+        greedy_decode(thunder.jit(model), prompt, transformers.DynamicCache(config=model.config), steps=2)
