@@ -262,3 +262,41 @@ def test_fallback_is_detected() -> None:
     assert any("CustomOpDef" in name for name in found), (
         found
     )  # fallback.torch__library_custom_ops_CustomOpDef
+
+
+LITGPT_CONFIGS = [
+    "pythia-14m",
+    "Llama-2-7b-hf",
+    "Mistral-7B-v0.1",
+    "phi-2",
+    "Gemma-2b",
+    "Qwen2.5-0.5B",
+    "falcon-7b",
+]
+
+
+@pytest.mark.parametrize("name", LITGPT_CONFIGS)
+def test_litgpt_gpt_matches_eager_without_fallback(name: str) -> None:
+    """LitGPT's ``GPT`` for named configs, shrunk to 2 layers (skipped where litgpt is not installed)."""
+    litgpt_model = pytest.importorskip("litgpt.model", reason="litgpt is not installed")
+    from litgpt.config import Config
+
+    full = Config.from_name(name)
+    groups = 4 if full.n_query_groups == full.n_head else 2  # keeps multi-query/grouped attention grouped
+    config = Config.from_name(
+        name, n_layer=2, n_embd=64, n_head=4, head_size=16, n_query_groups=groups, intermediate_size=128,
+        vocab_size=256, padded_vocab_size=256, block_size=32,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = litgpt_model.GPT(config)
+    eager_model = copy.deepcopy(model)
+    ids = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(1))
+    jitted = thunder.jit(model)
+    actual, expected = jitted(ids), eager_model(ids)
+    torch.testing.assert_close(actual, expected, atol=ATOL, rtol=RTOL)
+    cotangent = torch.randn(actual.shape, generator=torch.Generator().manual_seed(2))
+    (actual * cotangent).sum().backward()
+    (expected * cotangent).sum().backward()
+    for (name_, p), (_, q) in zip(model.named_parameters(), eager_model.named_parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=ATOL, rtol=RTOL, msg=lambda m: f"{name_}: {m}")
+    assert execution_fallbacks(jitted) == []

@@ -37,12 +37,13 @@ from thunder.torch.pooling import (
 )  # fmt: skip
 from thunder.torch.losses import (
     binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, hinge_embedding_loss, huber_loss,
-    kl_div, l1_loss, margin_ranking_loss, mse_loss, multilabel_soft_margin_loss, poisson_nll_loss, smooth_l1_loss,
+    kl_div, l1_loss, linear_cross_entropy, margin_ranking_loss, mse_loss, multi_margin_loss, multilabel_margin_loss,
+    multilabel_soft_margin_loss, poisson_nll_loss, smooth_l1_loss,
     soft_margin_loss, triplet_margin_loss,
 )  # fmt: skip
 from thunder.torch.padding import pad
 from thunder.torch.resampling import (
-    channel_shuffle, im2col, interpolate, pixel_shuffle, pixel_unshuffle, upsample_bilinear, upsample_nearest,
+    channel_shuffle, grid_sample, grid_sampler_2d, grid_sampler_3d, im2col, interpolate, pixel_shuffle, pixel_unshuffle, upsample_bilinear, upsample_nearest,
 )  # fmt: skip
 from thunder.torch.embedding import embedding, embedding_bag, one_hot
 from thunder.torch.attention import attention, scaled_dot_product_attention

@@ -274,6 +274,8 @@ def _truncated(x: Any) -> Any:
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None, device: Any = None,
              layout: Any = None, requires_grad: bool = False, pin_memory: bool = False, out: Any = None) -> TensorProxy:  # fmt: skip
     dtype_ = _range_dtype(dtype, start, end)
+    if not (dtype_.is_floating_point or dtype_.is_complex):  # as eager: integer ends
+        start, end = (_truncated(x) for x in (start, end))
     exponents = _linspace_values(start, end, steps, _device(device))
     return prims.convert_element_type(prims.pow(float(base), exponents), dtype_)
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from thunder.core import dtypes
+from thunder.core import dtypes, prims
 from thunder.core.promotion import result_dtype
 from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
-from thunder.torch import reductions
+from thunder.torch import reductions, shape
 from thunder.torch.activations import logsigmoid
 from thunder.torch.nn import legacy_reduction, reduce_loss
 from thunder.torch.nn_common import computation_dtype
@@ -274,3 +274,106 @@ def multilabel_soft_margin_loss(a: TensorProxy, target: TensorProxy, weight: Ten
     if reduction == "mean":
         return reductions.mean(per_sample)
     return reductions.sum(per_sample) if reduction == "sum" else per_sample
+
+
+def _as_batch(a: TensorProxy, target: TensorProxy, name: str) -> tuple[TensorProxy, TensorProxy]:
+    """(N, C) input and its targets; a 0-d or 1-d input is one sample."""
+    if a.ndim > 2:
+        raise RuntimeError(
+            f"{name}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: {list(a.shape)}"
+        )
+    x = prims.reshape(a, (1, max(a.numel(), 1) if a.ndim == 0 else a.shape[0])) if a.ndim < 2 else a
+    return x, target
+
+
+@torchsymbol(F.multi_margin_loss)
+def multi_margin_loss(a: TensorProxy, target: TensorProxy, p: int = 1, margin: float = 1.0,
+                      weight: TensorProxy | None = None, size_average: Any = None, reduce: Any = None,
+                      reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    """Per sample: the mean over classes i != y of max(0, margin - x[y] + x[i])^p, times weight[y]."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x, _ = _as_batch(a, target, "multi_margin_loss")
+    n, classes = x.shape
+    if target.numel() != n:
+        raise RuntimeError(f"inconsistent target size, expected {n} but got {list(target.shape)}")
+    y = prims.reshape(target, (n, 1))
+    compute = computation_dtype(a.dtype)
+    xf = to_dtype(x, compute)
+    picked = prims.take_along_axis(xf, y, 1)
+    hinge = ew.add(ew.sub(xf, picked), margin)
+    hinge = ew.where(ew.gt(hinge, 0), hinge, 0.0)
+    if p == 2:
+        hinge = ew.mul(hinge, hinge)
+    if weight is not None:
+        hinge = ew.mul(
+            hinge,
+            prims.reshape(
+                prims.take_along_axis(to_dtype(weight, compute), prims.reshape(target, (n,)), 0), (n, 1)
+            ),
+        )
+    classes_index = prims.iota(classes, start=0, step=1, device=a.device, dtype=target.dtype)
+    hinge = ew.where(ew.eq(prims.reshape(classes_index, (1, classes)), y), 0.0, hinge)
+    losses = ew.true_divide(reductions.sum(hinge, 1), float(classes))
+    losses = prims.reshape(losses, target.shape) if a.ndim < 2 else losses
+    return to_dtype(reduce_loss(losses, reduction), a.dtype)
+
+
+@torchsymbol(F.multilabel_margin_loss)
+def multilabel_margin_loss(a: TensorProxy, target: TensorProxy, size_average: Any = None, reduce: Any = None,
+                           reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    """Targets list class indices up to the first -1. Per sample: the sum over listed classes j and
+    unlisted classes i of max(0, 1 - (x[j] - x[i])), divided by the number of classes."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.shape != a.shape:
+        raise RuntimeError(
+            f"inconsistent target size: {list(target.shape)} for input of size: {list(a.shape)}"
+        )
+    x, _ = _as_batch(a, target, "multilabel_margin_loss")
+    t = prims.reshape(target, x.shape) if target.shape != x.shape else target
+    n, classes = x.shape
+    from thunder.torch.sorting import cumsum
+
+    listed = ew.eq(cumsum(to_dtype(ew.eq(t, -1), dtypes.int64), 1), 0)  # positions before the first -1
+    safe = ew.where(listed, t, 0)
+    compute = computation_dtype(a.dtype)
+    xf = to_dtype(x, compute)
+    listed_values = prims.take_along_axis(xf, safe, 1)  # (N, K)
+    class_index = prims.reshape(
+        prims.iota(classes, start=0, step=1, device=a.device, dtype=t.dtype), (1, 1, classes)
+    )
+    is_listed = reductions.any(
+        ew.bitwise_and(ew.eq(shape.unsqueeze(safe, 2), class_index), shape.unsqueeze(listed, 2)), 1
+    )
+    margins = ew.add(ew.sub(shape.unsqueeze(xf, 1), shape.unsqueeze(listed_values, 2)), 1.0)  # (N, K, C)
+    margins = ew.where(ew.gt(margins, 0), margins, 0.0)
+    valid = ew.bitwise_and(shape.unsqueeze(listed, 2), ew.bitwise_not(shape.unsqueeze(is_listed, 1)))
+    losses = ew.true_divide(reductions.sum(ew.where(valid, margins, 0.0), (1, 2)), float(classes))
+    losses = prims.reshape(losses, ()) if a.ndim < 2 else losses
+    return to_dtype(reduce_loss(losses, reduction), a.dtype)
+
+
+@torchsymbol(F.linear_cross_entropy)
+def linear_cross_entropy(a: TensorProxy, linear_weight: TensorProxy, target: TensorProxy, *,
+                         linear_bias: TensorProxy | None = None, weight: TensorProxy | None = None,
+                         reduction: str = "mean", ignore_index: int | None = None, label_smoothing: float = 0.0,
+                         options: Any = None) -> TensorProxy:  # fmt: skip
+    """cross_entropy of a linear projection. The weight may be (C, d_1, ..., d_K): the logits are
+    then (*batch, C, d_1, ..., d_K). ``options`` (eager's chunking) does not change the values."""
+    from thunder.torch.linalg import tensordot
+    from thunder.torch.nn import cross_entropy
+
+    if a.shape[-1:] != linear_weight.shape[-1:]:
+        raise RuntimeError(
+            f"linear_cross_entropy: input {list(a.shape)} and linear_weight {list(linear_weight.shape)} differ in features"
+        )
+    logits = tensordot(a, linear_weight, ([a.ndim - 1], [linear_weight.ndim - 1]))
+    if linear_bias is not None:
+        logits = ew.add(logits, linear_bias)
+    index = -100 if ignore_index is None else ignore_index
+    return cross_entropy(
+        logits, target, weight, ignore_index=index, reduction=reduction, label_smoothing=label_smoothing
+    )

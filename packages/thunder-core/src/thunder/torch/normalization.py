@@ -427,14 +427,20 @@ def native_group_norm(a: TensorProxy, weight: TensorProxy | None, bias: TensorPr
                       hxw: int, group: int, eps: float) -> tuple[TensorProxy, TensorProxy, TensorProxy]:  # fmt: skip
     """group_norm that also returns the per-(sample, group) mean and reciprocal standard deviation."""
     if (n, c, hxw) != (a.shape[0], a.shape[1], math.prod(a.shape[2:])):
-        raise RuntimeError(f"native_group_norm: N={n}, C={c}, HxW={hxw} do not describe an input of shape {list(a.shape)}")
+        raise RuntimeError(
+            f"native_group_norm: N={n}, C={c}, HxW={hxw} do not describe an input of shape {list(a.shape)}"
+        )
     grouped, param_shape = _group_shape(a, group, weight, bias)
     xg = shape.reshape(to_dtype(a, computation_dtype(a.dtype)), grouped)
     mean, rstd = _statistics(xg, (2,), eps)
     normalized = shape.reshape(ew.mul(ew.sub(xg, mean), rstd), a.shape)
     out = to_dtype(_affine(normalized, weight, bias, param_shape), a.dtype)
     stats_shape = (a.shape[0], group)
-    return out, to_dtype(shape.reshape(mean, stats_shape), a.dtype), to_dtype(shape.reshape(rstd, stats_shape), a.dtype)
+    return (
+        out,
+        to_dtype(shape.reshape(mean, stats_shape), a.dtype),
+        to_dtype(shape.reshape(rstd, stats_shape), a.dtype),
+    )
 
 
 def _check_p_norm(name: str, p: float) -> None:
@@ -463,9 +469,16 @@ def cdist(x1: TensorProxy, x2: TensorProxy, p: float = 2.0, compute_mode: str | 
     """Batched distances between the rows of x1 and x2. For p=2 eager may use the matrix-product
     expansion |a|^2 - 2 a.b + |b|^2 (by ``compute_mode`` and size); so does this."""
     if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
-        raise RuntimeError(f"cdist: X1 and X2 must have the same number of columns, got shapes {list(x1.shape)} and {list(x2.shape)}")
+        raise RuntimeError(
+            f"cdist: X1 and X2 must have the same number of columns, got shapes {list(x1.shape)} and {list(x2.shape)}"
+        )
     _check_p_norm("cdist", p)
-    if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+    if compute_mode not in (
+        None,
+        "use_mm_for_euclid_dist_if_necessary",
+        "use_mm_for_euclid_dist",
+        "donot_use_mm_for_euclid_dist",
+    ):
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     a, b = to_dtype(x1, computation_dtype(x1.dtype)), to_dtype(x2, computation_dtype(x2.dtype))
     rows, columns = x1.shape[-2], x2.shape[-2]

@@ -86,14 +86,19 @@ def _padded(x: TensorProxy, axes: Sequence[Axis], fill: Any) -> tuple[TensorProx
 
 
 def windows(x: TensorProxy, axes: Sequence[Axis], fill: Any) -> Iterator[tuple[tuple[int, ...], TensorProxy]]:
-    """For each combination of kernel offsets, (the offsets, the elements they pick), in row-major order."""
+    """For each combination of kernel offsets, (the offsets, the elements they pick), in row-major order.
+
+    Selections are shared between combinations with a common prefix of offsets."""
     padded, lows = _padded(x, axes, fill)
     first = x.ndim - len(axes)
+    picked: dict[tuple[int, ...], TensorProxy] = {(): padded}
     for offsets in itertools.product(*(range(len(axis.positions)) for axis in axes)):
-        picked = padded
-        for d, (axis, j, low) in enumerate(zip(axes, offsets, lows)):
-            picked = select_positions(picked, first + d, [p + low for p in axis.positions[j]])
-        yield offsets, picked
+        for d in range(len(axes)):
+            prefix = offsets[: d + 1]
+            if prefix not in picked:
+                positions = [p + lows[d] for p in axes[d].positions[offsets[d]]]
+                picked[prefix] = select_positions(picked[offsets[:d]], first + d, positions)
+        yield offsets, picked[offsets]
 
 
 def _axis_constant(
@@ -110,20 +115,28 @@ def _axis_constant(
     return prims.reshape(constant, shape)
 
 
-def _flat_positions(
-    offsets: tuple[int, ...], axes: Sequence[Axis], x: TensorProxy, out_shape: tuple[int, ...]
-) -> TensorProxy:
-    """The flat index into the unpadded spatial dims of the positions ``offsets`` picks (padding
-    clamps to the nearest valid position, which eager reports for a window of padding only)."""
-    total: Any = None
-    stride = 1
-    for d in reversed(range(len(axes))):
-        axis = axes[d]
-        clamped = [min(max(p, 0), axis.size - 1) * stride for p in axis.positions[offsets[d]]]
-        term = _axis_constant(clamped, d, axes, x, dtypes.int64)
-        total = term if total is None else ew.add(total, term)
-        stride *= axis.size
-    return expand_to(total, out_shape)
+class _FlatPositions:
+    """The flat index into the unpadded spatial dims of the positions some offsets pick (padding
+    clamps to the nearest valid position, which eager reports for a window of padding only); the
+    partial sums over leading dims are shared between offsets."""
+
+    def __init__(self, axes: Sequence[Axis], x: TensorProxy):
+        self.axes, self.x = axes, x
+        self.strides = [math.prod(axis.size for axis in axes[d + 1 :]) for d in range(len(axes))]
+        self.sums: dict[tuple[int, ...], Any] = {}
+
+    def __call__(self, offsets: tuple[int, ...], out_shape: tuple[int, ...]) -> TensorProxy:
+        total: Any = None
+        for d, axis in enumerate(self.axes):
+            prefix = offsets[: d + 1]
+            if prefix not in self.sums:
+                clamped = [
+                    min(max(p, 0), axis.size - 1) * self.strides[d] for p in axis.positions[offsets[d]]
+                ]
+                term = _axis_constant(clamped, d, self.axes, self.x, dtypes.int64)
+                self.sums[prefix] = term if total is None else ew.add(total, term)
+            total = self.sums[prefix]
+        return expand_to(total, out_shape)
 
 
 def max_over_windows(
@@ -132,10 +145,11 @@ def max_over_windows(
     fill = -math.inf if x.dtype.is_floating_point else torch.iinfo(x.dtype.torch_dtype).min
     best: Any = None
     best_index: Any = None
+    flat_positions = _FlatPositions(axes, x)
     for offsets, picked in windows(x, axes, fill):
         if best is None:
             best = picked
-            best_index = _flat_positions(offsets, axes, x, picked.shape) if with_indices else None
+            best_index = flat_positions(offsets, picked.shape) if with_indices else None
         elif not with_indices:
             best = ew.maximum(best, picked)
         else:
@@ -145,7 +159,7 @@ def max_over_windows(
                 else ew.gt(picked, best)
             )
             best = ew.where(take, picked, best)
-            best_index = ew.where(take, _flat_positions(offsets, axes, x, picked.shape), best_index)
+            best_index = ew.where(take, flat_positions(offsets, picked.shape), best_index)
     return best, best_index
 
 
@@ -308,7 +322,9 @@ def _adaptive_axes(name: str, a: TensorProxy, spatial: int, output_size: Any) ->
         raise RuntimeError(f"{name}: output_size must be {spatial} values, got {output_size}")
     resolved = [a.shape[a.ndim - spatial + d] if s is None else int(s) for d, s in enumerate(sizes)]
     if min(resolved) < 0:
-        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0, got {resolved}")
+        raise RuntimeError(
+            f"{name}: elements of output_size must be greater than or equal to 0, got {resolved}"
+        )
     return [adaptive_axis(a.shape[a.ndim - spatial + d], s) for d, s in enumerate(resolved)]
 
 
@@ -374,14 +390,18 @@ def _max_unpool(name: str, spatial: int, a: TensorProxy, indices: TensorProxy, k
     x, squeeze = _batched(a, spatial, name)
     index, _ = _batched(indices, spatial, name)
     if index.shape != x.shape or index.dtype is not dtypes.int64:
-        raise RuntimeError(f"{name}: Expected shape of indices to be same as that of the input tensor ({list(a.shape)}) and an int64 dtype")
+        raise RuntimeError(
+            f"{name}: Expected shape of indices to be same as that of the input tensor ({list(a.shape)}) and an int64 dtype"
+        )
     kernel = per_dim(kernel_size, spatial, "kernel_size")
     strides = per_dim(stride, spatial, "stride") if stride is not None else kernel
     paddings = per_dim(padding, spatial, "padding")
     default = [(size - 1) * s - 2 * p + k for size, s, p, k in zip(x.shape[2:], strides, paddings, kernel)]
     sizes = default if output_size is None else [int(s) for s in list(output_size)[-spatial:]]
     if output_size is not None and any(abs(s - d) >= st for s, d, st in zip(sizes, default, strides)):
-        raise ValueError(f"{name}: output_size {sizes} is not within one stride of the default size {default}")
+        raise ValueError(
+            f"{name}: output_size {sizes} is not within one stride of the default size {default}"
+        )
     n, c = x.shape[:2]
     flat_size = math.prod(sizes)
     zeros = prims.full((n, c, flat_size), 0, device=x.device, dtype=x.dtype)

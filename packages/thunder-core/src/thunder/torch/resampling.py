@@ -8,13 +8,14 @@ kernels, so that boundary cases round alike) and blending them with constant wei
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from thunder.core import prims
+from thunder.core import dtypes, prims
 from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
 from thunder.torch import shape
@@ -269,3 +270,193 @@ def channel_shuffle(a: TensorProxy, groups: int) -> TensorProxy:
     split = prims.reshape(a, (n, groups, c // groups, *rest))
     moved = shape.permute(split, [0, 2, 1, *range(3, split.ndim)])
     return prims.reshape(moved, a.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# grid sampling: gathers at data-dependent positions
+
+_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+_PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def _reflect_coordinates(x: TensorProxy, twice_low: int, twice_high: int) -> TensorProxy:
+    if twice_low == twice_high:
+        return ew.mul(x, 0.0)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    distance = ew.abs(ew.sub(x, low))
+    extra = ew.fmod(distance, span)
+    flips = ew.floor(ew.true_divide(distance, span))
+    even = ew.eq(ew.fmod(flips, 2.0), 0.0)
+    return ew.where(even, ew.add(extra, low), ew.add(ew.sub(span, extra), low))
+
+
+def _clip(x: TensorProxy, size: int) -> TensorProxy:
+    return ew.where(ew.lt(x, 0.0), 0.0, ew.where(ew.gt(x, float(size - 1)), float(size - 1), x))
+
+
+def _pad_coordinates(x: TensorProxy, size: int, padding_mode: int, align_corners: bool) -> TensorProxy:
+    if padding_mode == 1:
+        return _clip(x, size)
+    if padding_mode == 2:
+        reflected = (
+            _reflect_coordinates(x, 0, 2 * (size - 1))
+            if align_corners
+            else _reflect_coordinates(x, -1, 2 * size - 1)
+        )
+        return _clip(reflected, size)
+    return x
+
+
+def _unnormalize(coordinate: TensorProxy, size: int, align_corners: bool) -> TensorProxy:
+    if align_corners:
+        return ew.mul(ew.add(coordinate, 1.0), (size - 1) / 2)
+    return ew.true_divide(ew.sub(ew.mul(ew.add(coordinate, 1.0), float(size)), 1.0), 2.0)
+
+
+class _Gather:
+    """Reads input[n, :, i_0, ..., i_k] for integer-valued float coordinate tensors, 0 out of bounds."""
+
+    def __init__(self, a: TensorProxy, out_spatial: tuple[int, ...]):
+        self.n, self.c = a.shape[:2]
+        self.sizes = a.shape[2:]
+        self.out_spatial = out_spatial
+        self.flat = prims.reshape(a, (self.n, self.c, math.prod(self.sizes)))
+
+    def __call__(self, coordinates: Sequence[TensorProxy]) -> TensorProxy:
+        inside: Any = None
+        flat_index: Any = None
+        stride = 1
+        for coordinate, size in reversed(list(zip(coordinates, self.sizes))):
+            ok = ew.bitwise_and(ew.ge(coordinate, 0.0), ew.le(coordinate, float(size - 1)))
+            inside = ok if inside is None else ew.bitwise_and(inside, ok)
+            term = ew.mul(to_dtype(_clip(coordinate, size), dtypes.int64), stride)
+            flat_index = term if flat_index is None else ew.add(flat_index, term)
+            stride *= size
+        count = math.prod(self.out_spatial)
+        index = prims.broadcast_in_dim(
+            prims.reshape(flat_index, (self.n, 1, count)), (self.n, self.c, count), (0, 1, 2)
+        )
+        values = prims.take_along_axis(self.flat, index, 2)
+        values = prims.reshape(values, (self.n, self.c, *self.out_spatial))
+        mask = prims.reshape(inside, (self.n, 1, *self.out_spatial))
+        return ew.where(mask, values, 0.0)
+
+
+def _grid_sample(
+    a: TensorProxy, grid: TensorProxy, mode: int, padding_mode: int, align_corners: bool
+) -> TensorProxy:
+    spatial = a.ndim - 2
+    if (
+        spatial not in (2, 3)
+        or grid.ndim != a.ndim
+        or grid.shape[-1] != spatial
+        or grid.shape[0] != a.shape[0]
+    ):
+        raise RuntimeError(
+            f"grid_sampler(): expected a {spatial + 2}-D input and a grid of shape (N, ..., {spatial}), got {list(a.shape)} and {list(grid.shape)}"
+        )
+    if mode == 2 and spatial != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if grid.dtype is not a.dtype:
+        raise RuntimeError(
+            f"grid_sampler(): expected grid to have same dtype as input, got {grid.dtype} and {a.dtype}"
+        )
+    out_spatial = grid.shape[1:-1]
+    compute = computation_dtype(a.dtype)
+    x = to_dtype(a, compute)
+    g = to_dtype(grid, compute)
+    gather = _Gather(x, out_spatial)
+    # grid's last dim is (x, y[, z]): x indexes the last input dim
+    coordinates = [
+        _unnormalize(
+            prims.reshape(select_positions(g, g.ndim - 1, [spatial - 1 - d]), g.shape[:-1]),
+            size,
+            align_corners,
+        )
+        for d, size in enumerate(a.shape[2:])
+    ]
+    if mode == 2:
+        result = _bicubic_sample(gather, coordinates, a.shape[2:], padding_mode, align_corners)
+    else:
+        coordinates = [
+            _pad_coordinates(c, size, padding_mode, align_corners)
+            for c, size in zip(coordinates, a.shape[2:])
+        ]
+        if mode == 1:
+            result = gather([ew.round(c) for c in coordinates])
+        else:
+            result = _linear_sample(gather, coordinates)
+    return to_dtype(result, a.dtype)
+
+
+def _linear_sample(gather: _Gather, coordinates: list[TensorProxy]) -> TensorProxy:
+    lows = [ew.floor(c) for c in coordinates]
+    fractions = [ew.sub(c, low) for c, low in zip(coordinates, lows)]
+    result: Any = None
+    for corner in itertools.product((0, 1), repeat=len(coordinates)):
+        weight: Any = None
+        for high, fraction in zip(corner, fractions):
+            factor = fraction if high else ew.sub(1.0, fraction)
+            weight = factor if weight is None else ew.mul(weight, factor)
+        values = gather([ew.add(low, float(high)) for low, high in zip(lows, corner)])
+        term = ew.mul(values, shape.unsqueeze(weight, 1))
+        result = term if result is None else ew.add(result, term)
+    return result
+
+
+def _bicubic_sample(gather: _Gather, coordinates: list[TensorProxy], sizes: Sequence[int], padding_mode: int,
+                    align_corners: bool) -> TensorProxy:  # fmt: skip
+    lows = [ew.floor(c) for c in coordinates]
+    coefficients = [_cubic_coefficients_proxy(ew.sub(c, low)) for c, low in zip(coordinates, lows)]
+    result: Any = None
+    for taps in itertools.product(range(4), repeat=2):
+        positions = [
+            _pad_coordinates(ew.add(low, float(tap - 1)), size, padding_mode, align_corners)
+            for low, tap, size in zip(lows, taps, sizes)
+        ]
+        weight = ew.mul(coefficients[0][taps[0]], coefficients[1][taps[1]])
+        term = ew.mul(gather(positions), shape.unsqueeze(weight, 1))
+        result = term if result is None else ew.add(result, term)
+    return result
+
+
+def _cubic_coefficients_proxy(t: TensorProxy) -> list[TensorProxy]:
+    a = -0.75
+
+    def near(s: TensorProxy) -> TensorProxy:
+        return ew.add(ew.mul(ew.mul(ew.sub(ew.mul(s, a + 2), a + 3), s), s), 1.0)
+
+    def far(s: TensorProxy) -> TensorProxy:
+        return ew.sub(ew.mul(ew.add(ew.mul(ew.sub(ew.mul(s, a), 5 * a), s), 8 * a), s), 4 * a)
+
+    return [far(ew.add(t, 1.0)), near(t), near(ew.sub(1.0, t)), far(ew.sub(2.0, t))]
+
+
+@torchsymbol(F.grid_sample)
+def grid_sample(a: TensorProxy, grid: TensorProxy, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> TensorProxy:  # fmt: skip
+    if mode not in _MODES:
+        raise ValueError(
+            f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '{mode}'"
+        )
+    if padding_mode not in _PADDINGS:
+        raise ValueError(
+            f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '{padding_mode}'"
+        )
+    return _grid_sample(a, grid, _MODES[mode], _PADDINGS[padding_mode], bool(align_corners))
+
+
+@torchsymbol(torch.grid_sampler_2d)
+def grid_sampler_2d(a: TensorProxy, grid: TensorProxy, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> TensorProxy:  # fmt: skip
+    if a.ndim != 4:
+        raise RuntimeError(f"grid_sampler_2d(): expected 4D input, got {a.ndim}D")
+    return _grid_sample(a, grid, interpolation_mode, padding_mode, align_corners)
+
+
+@torchsymbol(torch.grid_sampler_3d)
+def grid_sampler_3d(a: TensorProxy, grid: TensorProxy, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> TensorProxy:  # fmt: skip
+    if a.ndim != 5:
+        raise RuntimeError(f"grid_sampler_3d(): expected 5D input, got {a.ndim}D")
+    return _grid_sample(a, grid, interpolation_mode, padding_mode, align_corners)

@@ -324,6 +324,8 @@ def sum_to_size(a: TensorProxy, *size: Any) -> TensorProxy:
     dims = list(range(offset)) + [
         offset + i for i, s in enumerate(shape) if s == 1 and a.shape[offset + i] != 1
     ]
+    if a.ndim == 0:  # eager sums a 0-d tensor (so bools and integers become int64)
+        return sum_(a)
     return reshape(sum_(a, dims), shape) if dims else a
 
 
