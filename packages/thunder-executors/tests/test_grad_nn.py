@@ -81,6 +81,8 @@ CASES: dict[str, tuple[Callable, Callable[[], tuple]]] = {
     "pad_circular": (lambda x: F.pad(x, (2, -1), mode="circular"), lambda: (_t(2, 3, 4),)),
     "pad_constant": (lambda x: F.pad(x, (2, -1, 0, 1), value=3.0), lambda: (_t(2, 3, 4),)),
     "unfold": (lambda x: F.unfold(x, (2, 3), padding=1, stride=2), lambda: (_t(2, 3, 5, 6),)),
+    "fold": (lambda x: F.fold(x, (5, 7), (2, 3), dilation=2, padding=1, stride=(1, 2)), lambda: (_t(2, 18, 15),)),
+    "lp_pool2d": (lambda x: F.lp_pool2d(x, 2.0, 3, 2), lambda: (_t(2, 3, 7, 8, low=0.1),)),
     "pixel_shuffle": (lambda x: F.pixel_shuffle(x, 2), lambda: (_t(2, 8, 3, 3),)),
     "cross_entropy_smoothing": (lambda x, t, w: F.cross_entropy(x, t, w, ignore_index=2, label_smoothing=0.2),
                                 lambda: (_t(5, 4, 3), _idx(4, 5, 3), _t(4, low=0.1, requires_grad=False))),
@@ -98,6 +100,16 @@ CASES: dict[str, tuple[Callable, Callable[[], tuple]]] = {
                       lambda: (_t(3, 3), _t(3, 4), _t(4, 3), _t(2, 3, 3))),
     "einsum_diagonal_ellipsis": (lambda a, b: torch.einsum("...ii,...ij->...j", a, b), lambda: (_t(2, 3, 3), _t(3, 4))),
     "tensordot_kron": (lambda a, b: torch.tensordot(a, b, ([1, 0], [0, 2])).sum() + torch.kron(a, b[0]).sum(), lambda: (_t(3, 2), _t(2, 4, 3))),
+    "grid_sample_bilinear_border": (lambda x, g: F.grid_sample(x, g, padding_mode="border", align_corners=False),
+                                    lambda: (_t(2, 3, 4, 5), (torch.rand(2, 3, 6, 2, dtype=torch.float64) * 2.4 - 1.2).requires_grad_())),
+    "grid_sample_bicubic_reflection": (lambda x, g: F.grid_sample(x, g, mode="bicubic", padding_mode="reflection"),
+                                       lambda: (_t(1, 2, 4, 4), (torch.rand(1, 3, 2, 2, dtype=torch.float64) * 2.4 - 1.2).requires_grad_())),
+    "pdist_cdist": (lambda x, y: F.pdist(x, 1.5).sum() + torch.cdist(x, y).sum(), lambda: (_t(5, 3), _t(4, 3))),
+    "native_layer_norm": (lambda x, w: torch.native_layer_norm(x, (3,), w, None, 1e-5)[0], lambda: (_t(4, 3), _t(3))),
+    "max_unpool2d": (lambda x: F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2), lambda: (_t(1, 2, 4, 6),)),
+    "multi_margin_losses": (lambda x, t: F.multi_margin_loss(x, t, p=2) + F.multilabel_margin_loss(x, torch.tensor([[1, 0, -1, 2], [3, -1, 0, 0]])),
+                            lambda: (_t(2, 4), _idx(4, 2))),
+    "linear_cross_entropy": (lambda x, w, t: F.linear_cross_entropy(x, w, t, label_smoothing=0.1), lambda: (_t(5, 3), _t(4, 3), _idx(4, 5))),
     "bilinear": (lambda x, y, w, b: F.bilinear(x, y, w, b), lambda: (_t(4, 3), _t(4, 2), _t(5, 3, 2), _t(5))),
 }  # fmt: skip
 
@@ -198,3 +210,33 @@ def test_alpha_dropout_keeps_mean_and_variance(fn: Callable) -> None:
     assert math.isclose(out.mean().item(), 0.0, abs_tol=0.05)
     assert math.isclose(out.std().item(), 1.0, abs_tol=0.05)
     torch.testing.assert_close(thunder.jit(lambda x: fn(x, 0.2, False))(x), x)
+
+
+def test_small_cnn_training_step_matches_eager() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.GroupNorm(2, 8),
+        torch.nn.SiLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2),
+        torch.nn.LayerNorm([8, 3, 3]),
+        torch.nn.Hardswish(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Dropout(0.0),
+        torch.nn.Linear(8, 5),
+    ).double()
+    x, target = torch.randn(4, 3, 12, 12, dtype=torch.float64), torch.randint(0, 5, (4,))
+
+    def step(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(model(x), target, label_smoothing=0.1)
+
+    expected = step(model, x)
+    expected_grads = torch.autograd.grad(expected, list(model.parameters()))
+    jitted = thunder.jit(model)
+    actual = F.cross_entropy(jitted(x), target, label_smoothing=0.1)
+    actual_grads = torch.autograd.grad(actual, list(model.parameters()))
+    torch.testing.assert_close(actual, expected)
+    for a, e in zip(actual_grads, expected_grads):
+        torch.testing.assert_close(a, e)

@@ -1138,29 +1138,65 @@ def _convolution_meta(
     The weight is (C_out, C_in / groups, *kernel), or (C_in, C_out / groups, *kernel) when transposed.
     """
     spatial = a.ndim - 2
-    _check(spatial >= 1 and weight.ndim == a.ndim, lambda: f"convolution of {a.shape} with weight {weight.shape}")
+    _check(
+        spatial >= 1 and weight.ndim == a.ndim, lambda: f"convolution of {a.shape} with weight {weight.shape}"
+    )
     _check(a.dtype is weight.dtype, lambda: f"convolution: input is {a.dtype} and weight is {weight.dtype}")
-    for name, values in (("stride", stride), ("padding", padding), ("dilation", dilation), ("output_padding", output_padding)):
+    for name, values in (
+        ("stride", stride),
+        ("padding", padding),
+        ("dilation", dilation),
+        ("output_padding", output_padding),
+    ):
         _check(len(values) == spatial, lambda: f"convolution: {name} needs {spatial} values, got {values}")
-    _check(builtins.min(stride) > 0 and builtins.min(dilation) > 0, lambda: "convolution: stride and dilation must be positive")
-    _check(builtins.min(padding) >= 0 and builtins.min(output_padding) >= 0, lambda: "convolution: negative padding")
+    _check(
+        builtins.min(stride) > 0 and builtins.min(dilation) > 0,
+        lambda: "convolution: stride and dilation must be positive",
+    )
+    _check(
+        builtins.min(padding) >= 0 and builtins.min(output_padding) >= 0,
+        lambda: "convolution: negative padding",
+    )
     _check(groups > 0, lambda: "convolution: non-positive groups is not supported")
     in_channels = weight.shape[0] if transposed else weight.shape[1] * groups
     out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
-    _check(a.shape[1] == in_channels, lambda: f"convolution: input {a.shape} has {a.shape[1]} channels, weight {weight.shape} expects {in_channels}")
-    _check(weight.shape[0] % groups == 0, lambda: f"convolution: weight {weight.shape} is not divisible into {groups} groups")
+    _check(
+        a.shape[1] == in_channels,
+        lambda: (
+            f"convolution: input {a.shape} has {a.shape[1]} channels, weight {weight.shape} expects {in_channels}"
+        ),
+    )
+    _check(
+        weight.shape[0] % groups == 0,
+        lambda: f"convolution: weight {weight.shape} is not divisible into {groups} groups",
+    )
     if transposed:
         for op, s, d in zip(output_padding, stride, dilation):
-            _check(op < builtins.max(s, d), lambda: "convolution: output padding must be smaller than either stride or dilation")
+            _check(
+                op < builtins.max(s, d),
+                lambda: "convolution: output padding must be smaller than either stride or dilation",
+            )
     if bias is not None:
-        _check(bias.shape == (out_channels,), lambda: f"convolution: bias {bias.shape} for {out_channels} output channels")
+        _check(
+            bias.shape == (out_channels,),
+            lambda: f"convolution: bias {bias.shape} for {out_channels} output channels",
+        )
         _check(bias.dtype is a.dtype, lambda: f"convolution: bias is {bias.dtype} and input is {a.dtype}")
     shape = [a.shape[0], out_channels]
     for d in range(spatial):
         size = _convolution_output_size(
-            a.shape[d + 2], weight.shape[d + 2], stride[d], padding[d], dilation[d], transposed, output_padding[d]
+            a.shape[d + 2],
+            weight.shape[d + 2],
+            stride[d],
+            padding[d],
+            dilation[d],
+            transposed,
+            output_padding[d],
         )
-        _check(size > 0 or a.shape[d + 2] == 0, lambda: f"convolution: the output of {a.shape} with kernel {weight.shape} would be empty")
+        _check(
+            size > 0 or a.shape[d + 2] == 0,
+            lambda: f"convolution: the output of {a.shape} with kernel {weight.shape} would be empty",
+        )
         shape.append(builtins.max(size, 0))
     requires_grad = a.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
     return a.replace(shape=tuple(shape), requires_grad=requires_grad)
@@ -1178,10 +1214,11 @@ def _convolution_vjp(
         return (None,) * 9
     kernel = weight.shape[2:]
     if transposed:
-        # a transposed convolution is the adjoint of the convolution from its output to its input
-        _check(all(op < s for op, s in zip(output_padding, stride)),
-               lambda: "the gradient of a transposed convolution with output_padding >= stride is not supported")  # fmt: skip
+        # a transposed convolution is the adjoint of the convolution from its output to its input;
+        # with output_padding >= stride that convolution reaches past the input: cut it back
         grad_a = convolution(g, weight, None, stride, padding, dilation, False, [0] * len(kernel), groups)
+        if grad_a.shape != a.shape:
+            grad_a = slice_prim(grad_a, [0] * a.ndim, list(a.shape), [1] * a.ndim)
         grad_weight = _convolution_weight_grad(g, a, kernel, stride, padding, dilation, groups)
     else:
         adjoint_padding = [

@@ -32,7 +32,7 @@ from thunder.torch.convolution import (
 )  # fmt: skip
 from thunder.torch.pooling import (
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool2d,
-    adaptive_max_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d, max_unpool1d,
+    adaptive_max_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool2d, max_pool3d, max_unpool1d,
     max_unpool2d, max_unpool3d,
 )  # fmt: skip
 from thunder.torch.losses import (
@@ -43,11 +43,12 @@ from thunder.torch.losses import (
 )  # fmt: skip
 from thunder.torch.padding import pad
 from thunder.torch.resampling import (
-    channel_shuffle, grid_sample, grid_sampler_2d, grid_sampler_3d, im2col, interpolate, pixel_shuffle, pixel_unshuffle, upsample_bilinear, upsample_nearest,
+    channel_shuffle, col2im, grid_sample, grid_sampler_2d, grid_sampler_3d, im2col, interpolate, pixel_shuffle, pixel_unshuffle, upsample_bilinear, upsample_nearest,
 )  # fmt: skip
 from thunder.torch.embedding import embedding, embedding_bag, one_hot
 from thunder.torch.attention import attention, scaled_dot_product_attention
 from thunder.torch.dropout import alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
+from thunder.torch.nn import dropout  # noqa: E402,F811 -- importing the submodule thunder.torch.dropout rebinds the name
 from thunder.torch.activations import (
     celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, prelu, relu6,
     rrelu, selu, silu, softmin, softplus, softshrink, softsign, tanhshrink, threshold,

@@ -19,6 +19,7 @@ from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
 from thunder.torch import reductions, shape
+from thunder.torch.grad import detach
 from thunder.torch.nn_common import computation_dtype, narrow, select_positions
 from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import canonical_dim, to_dtype
@@ -419,7 +420,8 @@ def native_layer_norm(a: TensorProxy, normalized_shape: Sequence[int], weight: T
     dims = tuple(range(a.ndim - len(normalized), a.ndim))
     mean, rstd = _statistics(x, dims, eps)
     out = to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, normalized), a.dtype)
-    return out, to_dtype(mean, a.dtype), to_dtype(rstd, a.dtype)
+    # the statistics are outputs without gradients in eager
+    return out, detach(to_dtype(mean, a.dtype)), detach(to_dtype(rstd, a.dtype))
 
 
 @torchsymbol(torch.native_group_norm)

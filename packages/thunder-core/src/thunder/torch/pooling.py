@@ -427,3 +427,38 @@ def max_unpool2d(a: TensorProxy, indices: TensorProxy, kernel_size: Any, stride:
 def max_unpool3d(a: TensorProxy, indices: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  output_size: Any = None) -> TensorProxy:  # fmt: skip
     return _max_unpool("max_unpool3d", 3, a, indices, kernel_size, stride, padding, output_size)
+
+
+def _lp_pool(
+    name: str, spatial: int, a: TensorProxy, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool
+) -> TensorProxy:
+    """(sum over the window of x^p)^(1/p), as eager computes it: the average pool of x^p times the
+    window size, then the root (NaN for a negative sum, as in eager); p = +-inf pools |x| by max."""
+    kernel = per_dim(kernel_size, spatial, "kernel_size")
+    if norm_type == math.inf:
+        return _max_pool(name, spatial, ew.abs(a), kernel, stride, 0, 1, ceil_mode, False)
+    if norm_type == -math.inf:
+        return ew.neg(_max_pool(name, spatial, ew.neg(ew.abs(a)), kernel, stride, 0, 1, ceil_mode, False))
+    average = _avg_pool(name, spatial, ew.pow(a, norm_type), kernel, stride, 0, ceil_mode, True, None)
+    return ew.pow(ew.mul(average, float(math.prod(kernel))), 1.0 / norm_type)
+
+
+@torchsymbol(F.lp_pool1d)
+def lp_pool1d(
+    a: TensorProxy, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
+) -> TensorProxy:
+    return _lp_pool("lp_pool1d", 1, a, norm_type, kernel_size, stride, ceil_mode)
+
+
+@torchsymbol(F.lp_pool2d)
+def lp_pool2d(
+    a: TensorProxy, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
+) -> TensorProxy:
+    return _lp_pool("lp_pool2d", 2, a, norm_type, kernel_size, stride, ceil_mode)
+
+
+@torchsymbol(F.lp_pool3d)
+def lp_pool3d(
+    a: TensorProxy, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
+) -> TensorProxy:
+    return _lp_pool("lp_pool3d", 3, a, norm_type, kernel_size, stride, ceil_mode)

@@ -20,7 +20,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
 from thunder.torch import shape
 from thunder.torch.convolution import per_dim
-from thunder.torch.nn_common import computation_dtype, select_positions
+from thunder.torch.nn_common import computation_dtype, narrow, select_positions
 from thunder.torch.pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -460,3 +460,47 @@ def grid_sampler_3d(a: TensorProxy, grid: TensorProxy, interpolation_mode: int, 
     if a.ndim != 5:
         raise RuntimeError(f"grid_sampler_3d(): expected 5D input, got {a.ndim}D")
     return _grid_sample(a, grid, interpolation_mode, padding_mode, align_corners)
+
+
+@torchsymbol(F.fold)
+def col2im(a: TensorProxy, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
+           stride: Any = 1) -> TensorProxy:  # fmt: skip
+    """The inverse layout of ``F.unfold``, summing overlaps: each kernel offset's block is spread
+    to its strided output positions with ``prims.pad`` (interior padding), and the blocks are added."""
+    if a.ndim not in (2, 3):
+        raise NotImplementedError(
+            f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got {a.ndim}D)"
+        )
+    batched = a if a.ndim == 3 else prims.reshape(a, (1, *a.shape))
+    sizes, kernel = per_dim(output_size, 2, "output_size"), per_dim(kernel_size, 2, "kernel_size")
+    dilations, paddings = per_dim(dilation, 2, "dilation"), per_dim(padding, 2, "padding")
+    strides = per_dim(stride, 2, "stride")
+    if min(kernel) <= 0 or min(dilations) <= 0 or min(strides) <= 0 or min(paddings) < 0:
+        raise RuntimeError("fold: kernel_size, dilation and stride must be positive and padding non-negative")
+    blocks = [
+        (s + 2 * p - d * (k - 1) - 1) // st + 1
+        for s, p, d, k, st in zip(sizes, paddings, dilations, kernel, strides)
+    ]
+    n, rows, length = batched.shape
+    offsets = math.prod(kernel)
+    if rows % offsets or min(blocks) < 1 or length != math.prod(blocks):
+        raise RuntimeError(
+            f"fold: expected an input of shape (N, C * {offsets}, {math.prod(blocks)}) for output_size {sizes}, got {list(a.shape)}"
+        )
+    channels = rows // offsets
+    split = prims.reshape(batched, (n, channels, kernel[0], kernel[1], blocks[0], blocks[1]))
+    padded_sizes = [s + 2 * p for s, p in zip(sizes, paddings)]
+    total: Any = None
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            block = prims.reshape(
+                narrow(narrow(split, 2, i, 1), 3, j, 1), (n, channels, blocks[0], blocks[1])
+            )
+            config = [(0, 0, 0), (0, 0, 0)]
+            for offset, d, st, b, size in zip((i, j), dilations, strides, blocks, padded_sizes):
+                low = offset * d
+                config.append((low, size - low - (b - 1) * st - 1, st - 1))
+            placed = prims.pad(block, 0.0 if a.dtype.is_floating_point else 0, config)
+            total = placed if total is None else ew.add(total, placed)
+    result = narrow(narrow(total, 2, paddings[0], sizes[0]), 3, paddings[1], sizes[1])
+    return result if a.ndim == 3 else prims.reshape(result, result.shape[1:])
