@@ -68,6 +68,8 @@ CASES: dict[str, tuple[Callable, Callable[[], tuple]]] = {
                         lambda: (_t(2, 2, 3, 4), _t(2, 2, 5, 4), _t(2, 2, 5, 4), _t(3, 5))),
     "sdpa_bool_mask_broadcast": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.tensor([True, False, True, True, False])),
                                  lambda: (_t(3, 4), _t(2, 5, 4), _t(2, 5, 6))),
+    "sdpa_fully_masked_row": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.tensor([[True, False], [False, False], [True, True]])),
+                              lambda: (_t(2, 3, 4), _t(2, 2, 4), _t(2, 2, 3))),
     "sdpa_gqa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), lambda: (_t(1, 4, 3, 8), _t(1, 2, 5, 8), _t(1, 2, 5, 8))),
     "max_pool2d_indices": (lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[0], lambda: (_t(2, 3, 7, 6),)),
     "max_pool1d_dilated": (lambda x: F.max_pool1d(x, 2, 1, dilation=2, ceil_mode=True), lambda: (_t(2, 3, 8),)),

@@ -33,6 +33,7 @@ from thunder.core.symbol import Symbol
 #     "nn.functional.cross_entropy": ("label_smoothing is not supported yet", "label_smoothing"),
 NOT_IMPLEMENTED: dict[str, tuple[str, str]] = {
     "nn.functional.rrelu": ("random slopes in training mode are not supported yet", "training=True"),
+    "nn.functional.one_hot": ("num_classes=-1 takes the class count from the data", "num_classes=-1"),
     "tensor_split": ("split points in a tensor give data-dependent shapes", "reads its values"),
     "repeat_interleave": ("repeats in a tensor give a data-dependent shape", "data-dependent shape"),
     "__getitem__": ("a boolean mask as an index gives a data-dependent shape", "data-dependent shape"),

@@ -92,6 +92,13 @@ def _scores(
     return ew.add(scores, to_dtype(attn_mask, compute))
 
 
+def _safe_softmax(scores: TensorProxy, dim: int) -> TensorProxy:
+    """softmax that gives 0, not NaN, on a row whose scores are all masked (-inf), as eager does."""
+    probabilities = softmax(scores, dim)
+    masked_row = ew.eq(reductions.amax(scores, dim, keepdim=True), -math.inf) if scores.numel() else None
+    return probabilities if masked_row is None else ew.where(masked_row, 0.0, probabilities)
+
+
 def _resolved(
     q: TensorProxy, k: TensorProxy, v: TensorProxy, enable_gqa: bool, scale: float | None
 ) -> tuple[TensorProxy, TensorProxy, float]:
@@ -103,7 +110,7 @@ def _resolved(
 def _attention(q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_mask: TensorProxy | None, is_causal: bool,
                scale: float | None, enable_gqa: bool) -> TensorProxy:  # fmt: skip
     k, v, scale_value = _resolved(q, k, v, enable_gqa, scale)
-    probabilities = softmax(_scores(q, k, attn_mask, is_causal, scale_value), -1)
+    probabilities = _safe_softmax(_scores(q, k, attn_mask, is_causal, scale_value), -1)
     return to_dtype(prims.matmul(probabilities, to_dtype(v, probabilities.dtype)), q.dtype)
 
 
@@ -116,7 +123,7 @@ def _attention_vjp(g: Any, q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_
     if g is None:
         return (None,) * 7
     full_k, full_v, scale_value = _resolved(q, k, v, enable_gqa, scale)
-    probabilities = softmax(_scores(q, full_k, attn_mask, is_causal, scale_value), -1)
+    probabilities = _safe_softmax(_scores(q, full_k, attn_mask, is_causal, scale_value), -1)
     compute = probabilities.dtype
     g = to_dtype(g, compute)
     grad_v = prims.matmul(shape.transpose(probabilities, -2, -1), g)
@@ -165,7 +172,7 @@ def scaled_dot_product_attention(query: TensorProxy, key: TensorProxy, value: Te
     if not 0.0 < dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     k, v, scale_value = _resolved(query, key, value, enable_gqa, scale)
-    probabilities = softmax(_scores(query, k, attn_mask, is_causal, scale_value), -1)
+    probabilities = _safe_softmax(_scores(query, k, attn_mask, is_causal, scale_value), -1)
     random = prims.uniform(probabilities.shape, 0.0, 1.0, device=query.device, dtype=probabilities.dtype)
     keep = to_dtype(ew.lt(random, 1.0 - dropout_p), probabilities.dtype)
     dropped = ew.mul(ew.mul(probabilities, keep), 1.0 / (1.0 - dropout_p) if dropout_p < 1.0 else 0.0)

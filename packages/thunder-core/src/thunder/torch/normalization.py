@@ -280,6 +280,8 @@ def _batch_norm_vjp(g: Any, a: TensorProxy, running_mean: Any, running_var: Any,
                     bias: TensorProxy | None, training: bool, momentum: float, eps: float, *, out: TensorProxy) -> tuple:  # fmt: skip
     if g is None:
         return (None,) * 8
+    if a.ndim < 2:  # the empty vector eager passes through
+        return (g, None, None, None, None, None, None, None)
     x = to_dtype(a, computation_dtype(a.dtype))
     g = to_dtype(g, x.dtype)
     reduced = (0,) + tuple(range(2, a.ndim))
