@@ -82,7 +82,12 @@ def _runs_natively(fn: Any) -> bool:
         return False
     if isinstance(fn, functools.partial):
         return _runs_natively(fn.func)
-    return (getattr(fn, "__module__", None) or "").startswith("thunder.") and not inspect.isclass(fn)
+    module = getattr(fn, "__module__", None) or ""
+    if module.startswith("torch._dynamo.") and not inspect.isclass(fn):
+        # Dynamo's bookkeeping (once torch.compile ran in the process it wraps nn.Module.__init__ to
+        # tag new modules in a global table): not the user's program, and it touches no tensor.
+        return True
+    return module.startswith("thunder.") and not inspect.isclass(fn)
 
 
 def _contains_proxy(values: Any) -> bool:
