@@ -242,3 +242,36 @@ def test_small_cnn_training_step_matches_eager() -> None:
     torch.testing.assert_close(actual, expected)
     for a, e in zip(actual_grads, expected_grads):
         torch.testing.assert_close(a, e)
+
+
+MODULES: dict[str, tuple[Callable[[], torch.nn.Module], Callable[[], tuple]]] = {
+    "conv1d_bn_eval": (lambda: torch.nn.Sequential(torch.nn.Conv1d(3, 4, 3, padding="same"), torch.nn.BatchNorm1d(4)).eval(),
+                       lambda: (_t(2, 3, 7),)),
+    "conv_transpose2d": (lambda: torch.nn.ConvTranspose2d(3, 4, 3, stride=2, output_padding=1), lambda: (_t(2, 3, 4, 4),)),
+    "instance_norm": (lambda: torch.nn.InstanceNorm1d(3, affine=True), lambda: (_t(2, 3, 6),)),
+    "rms_norm": (lambda: torch.nn.RMSNorm(5), lambda: (_t(2, 3, 5),)),
+    "embedding": (lambda: torch.nn.Embedding(7, 3, padding_idx=0), lambda: (_idx(7, 2, 5),)),
+    "embedding_bag": (lambda: torch.nn.EmbeddingBag(7, 3, mode="sum"), lambda: (_idx(7, 2, 5),)),
+    "pooling": (lambda: torch.nn.Sequential(torch.nn.MaxPool2d(2, ceil_mode=True), torch.nn.AdaptiveMaxPool2d((2, 3)),
+                                            torch.nn.Upsample(scale_factor=2, mode="bilinear"), torch.nn.AvgPool2d(2)),
+                lambda: (_t(2, 3, 9, 8),)),
+    "pixel_shuffle": (lambda: torch.nn.Sequential(torch.nn.PixelShuffle(2), torch.nn.PixelUnshuffle(2)), lambda: (_t(1, 8, 3, 3),)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_module_matches_eager(name: str) -> None:
+    make_module, make_args = MODULES[name]
+    torch.manual_seed(2)
+    module = make_module().double()
+    args = make_args()
+    expected = module(*args)
+    actual = thunder.jit(module)(*args)
+    expected, actual = (out[0] if isinstance(out, tuple) else out for out in (expected, actual))
+    torch.testing.assert_close(actual, expected)
+    inputs = [a for a in args if a.requires_grad] + [p for p in module.parameters() if p.requires_grad]
+    cotangent = torch.randn_like(expected)
+    expected_grads = torch.autograd.grad(expected, inputs, cotangent, allow_unused=True)
+    actual_grads = torch.autograd.grad(actual, inputs, cotangent, allow_unused=True)
+    for a, e in zip(actual_grads, expected_grads):
+        torch.testing.assert_close(a, e)

@@ -39,7 +39,7 @@ from thunder.torch.losses import (
     binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, hinge_embedding_loss, huber_loss,
     kl_div, l1_loss, linear_cross_entropy, margin_ranking_loss, mse_loss, multi_margin_loss, multilabel_margin_loss,
     multilabel_soft_margin_loss, poisson_nll_loss, smooth_l1_loss,
-    soft_margin_loss, triplet_margin_loss,
+    soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 )  # fmt: skip
 from thunder.torch.padding import pad
 from thunder.torch.resampling import (

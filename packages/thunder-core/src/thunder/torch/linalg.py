@@ -32,13 +32,12 @@ def _same_dtype(name: str, *tensors: TensorProxy | None) -> None:
             )
 
 
-def _check_scalars(name: str, a: TensorProxy, *scalars: Any) -> None:
-    if not (a.dtype.is_floating_point or a.dtype.is_complex):
-        for s in scalars:
-            if isinstance(s, float) and a.dtype is not dtypes.bool8:
-                raise RuntimeError(
-                    f"{name}: for integral input tensors, alpha and beta must not be floating point numbers"
-                )
+def _scalars(a: TensorProxy, beta: Any, alpha: Any) -> tuple[Any, Any]:
+    """beta and alpha as eager's kernels use them: integer tensors truncate them to integers."""
+    if a.dtype.is_floating_point or a.dtype.is_complex:
+        return beta, alpha
+    convert = bool if a.dtype is dtypes.bool8 else int
+    return convert(beta), convert(alpha)
 
 
 def _scaled_sum(a: TensorProxy, product: TensorProxy, beta: Any, alpha: Any) -> TensorProxy:
@@ -81,7 +80,7 @@ def addmm(
     if mat1.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"addmm: expected 2-D matrices, got {mat1.ndim}-D and {mat2.ndim}-D")
     _same_dtype("addmm", a, mat1, mat2)
-    _check_scalars("addmm", a, beta, alpha)
+    beta, alpha = _scalars(a, beta, alpha)
     return _in_float(_scaled_sum, a, prims.matmul(mat1, mat2), beta, alpha)
 
 
@@ -94,7 +93,7 @@ def baddbmm(
     if batch1.shape[0] != batch2.shape[0]:
         raise RuntimeError("baddbmm: batch1 and batch2 must have the same number of batches")
     _same_dtype("baddbmm", a, batch1, batch2)
-    _check_scalars("baddbmm", a, beta, alpha)
+    beta, alpha = _scalars(a, beta, alpha)
     return _in_float(_scaled_sum, a, _float_matmul(batch1, batch2), beta, alpha)
 
 
@@ -107,7 +106,7 @@ def addbmm(
     if batch1.shape[0] != batch2.shape[0]:
         raise RuntimeError("addbmm: batch1 and batch2 must have the same number of batches")
     _same_dtype("addbmm", a, batch1, batch2)
-    _check_scalars("addbmm", a, beta, alpha)
+    beta, alpha = _scalars(a, beta, alpha)
     # one matrix product over the concatenated batch: (n, b*k) @ (b*k, p)
     b, n, k = batch1.shape
     p = batch2.shape[2]
@@ -122,7 +121,7 @@ def addmv(
 ) -> TensorProxy:
     product = mv(mat, vec)
     _same_dtype("addmv", a, mat, vec)
-    _check_scalars("addmv", a, beta, alpha)
+    beta, alpha = _scalars(a, beta, alpha)
     return _in_float(_scaled_sum, a, product, beta, alpha)
 
 
@@ -133,7 +132,7 @@ def addr(
     if vec1.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"addr: expected 1-D vectors, got {vec1.ndim}-D and {vec2.ndim}-D")
     _same_dtype("addr", a, vec1, vec2)
-    _check_scalars("addr", a, beta, alpha)
+    beta, alpha = _scalars(a, beta, alpha)
     if a.dtype is dtypes.bool8:
         product = ew.bitwise_and(shape.unsqueeze(vec1, 1), shape.unsqueeze(vec2, 0))
         return _scaled_sum(a, product, beta, alpha)

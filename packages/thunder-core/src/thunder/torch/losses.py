@@ -7,6 +7,7 @@ float32. Arguments are checked as eagerly as PyTorch checks them, so a bad call 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -173,7 +174,7 @@ def poisson_nll_loss(a: TensorProxy, target: TensorProxy, log_input: bool = True
     if full:
         stirling = ew.add(ew.sub(ew.mul(y, ew.log(y)), y), ew.mul(ew.log(ew.mul(y, 2 * math.pi)), 0.5))
         losses = ew.add(losses, ew.where(ew.gt(y, 1), stirling, 0.0))
-    return to_dtype(reduce_loss(losses, reduction), dtype)
+    return reduce_loss(losses, reduction)  # the ops above give eager's result dtype
 
 
 @torchsymbol(F.soft_margin_loss)
@@ -194,8 +195,9 @@ def margin_ranking_loss(a: TensorProxy, b: TensorProxy, target: TensorProxy, mar
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension")
     _check_reduction(reduction)
     (x1, x2, y), dtype = _floats(a, b, target)
+    dtype = result_dtype(a, b, target, margin)  # an integer input with a float margin gives floats
     margins = ew.add(ew.neg(ew.mul(y, ew.sub(x1, x2))), margin)
-    return to_dtype(reduce_loss(ew.where(ew.gt(margins, 0), margins, 0.0), reduction), dtype)
+    return to_dtype(reduce_loss(ew.where(ew.gt(margins, 0), margins, 0), reduction), dtype)
 
 
 @torchsymbol(F.hinge_embedding_loss)
@@ -211,7 +213,7 @@ def hinge_embedding_loss(a: TensorProxy, target: TensorProxy, margin: float = 1.
     below_margin = ew.sub(margin, x)
     below_margin = ew.where(ew.gt(below_margin, 0), below_margin, 0.0)
     losses = ew.add(ew.where(ew.ne(y, 1), below_margin, 0.0), ew.where(ew.ne(y, -1), x, 0.0))
-    return to_dtype(reduce_loss(losses, reduction), dtype)
+    return reduce_loss(losses, reduction)  # the ops above give eager's result dtype
 
 
 @torchsymbol(F.cosine_embedding_loss)
@@ -226,6 +228,8 @@ def cosine_embedding_loss(a: TensorProxy, b: TensorProxy, target: TensorProxy, m
     if a.shape != b.shape:
         raise RuntimeError(f"cosine_embedding_loss: input1 and input2 sizes differ: {a.shape} and {b.shape}")
     dtype = result_dtype(a, b, target)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        dtype = dtypes.float32  # eager's cosine of integers is float
     compute = computation_dtype(dtype)
     x1, x2, y = (to_dtype(t, compute) for t in (a, b, target))
     dim = a.ndim - 1
@@ -377,3 +381,37 @@ def linear_cross_entropy(a: TensorProxy, linear_weight: TensorProxy, target: Ten
     return cross_entropy(
         logits, target, weight, ignore_index=index, reduction=reduction, label_smoothing=label_smoothing
     )
+
+
+@torchsymbol(F.triplet_margin_with_distance_loss)
+def triplet_margin_with_distance_loss(anchor: TensorProxy, positive: TensorProxy, negative: TensorProxy, *,
+                                      distance_function: Any = None, margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    """The distance is pairwise_distance by default; an ``nn.PairwiseDistance`` module is read as
+    its arguments, any other callable is called on the proxies (it must be written in torch ops)."""
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(
+            f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} instead"
+        )
+    if not (anchor.ndim == positive.ndim == negative.ndim):
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number of dimensions"
+        )
+    distance: Callable[[TensorProxy, TensorProxy], TensorProxy]
+    if distance_function is None:
+        distance = pairwise_distance
+    elif isinstance(distance_function, torch.nn.PairwiseDistance):
+        module = distance_function
+
+        def distance(x: TensorProxy, y: TensorProxy) -> TensorProxy:  # noqa: F811 -- one of three choices
+            return pairwise_distance(x, y, module.norm, module.eps, module.keepdim)
+    else:
+        distance = distance_function
+    positive_distance = distance(anchor, positive)
+    negative_distance = distance(anchor, negative)
+    if swap:
+        swapped = distance(positive, negative)
+        negative_distance = ew.where(ew.lt(swapped, negative_distance), swapped, negative_distance)
+    losses = ew.add(ew.sub(positive_distance, negative_distance), margin)
+    return reduce_loss(ew.where(ew.gt(losses, 0), losses, 0.0), reduction)

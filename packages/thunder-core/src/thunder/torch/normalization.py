@@ -327,6 +327,8 @@ def local_response_norm(
 ) -> TensorProxy:
     if a.ndim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {a.ndim} dimensions)")
+    if a.numel() == 0:  # eager returns the input itself
+        return ew.mul(a, 1)
     x = to_dtype(a, computation_dtype(a.dtype))
     squares = ew.mul(x, x)
     channels = a.shape[1]
@@ -337,6 +339,10 @@ def local_response_norm(
     window = narrow(padded, 1, 0, channels)
     for offset in range(1, size):
         window = ew.add(window, narrow(padded, 1, offset, channels))
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        # eager averages integer squares with an integer pool (truncating), then divides in float
+        average = ew.div(window, size, rounding_mode="trunc")
+        return ew.true_divide(x, ew.pow(ew.add(ew.mul(average, alpha), k), beta))
     scale = ew.add(ew.mul(ew.true_divide(window, float(size)), alpha), k)
     return to_dtype(ew.true_divide(x, ew.pow(scale, beta)), a.dtype)
 

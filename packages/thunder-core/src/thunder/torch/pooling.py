@@ -183,7 +183,8 @@ def _divisor(axes: Sequence[Axis], x: TensorProxy, include_pad: bool) -> Any:
                     valid[i] += 0 <= p < axis.size
             per_axis.append(valid)
     if all(len(set(values)) <= 1 for values in per_axis):
-        return float(math.prod(values[0] if values else 1 for values in per_axis))
+        count = math.prod(values[0] if values else 1 for values in per_axis)
+        return float(count) if x.dtype.is_floating_point else count
     result: Any = None
     for d, values in enumerate(per_axis):
         term = _axis_constant(values, d, axes, x, x.dtype)
@@ -278,11 +279,9 @@ def _avg_pool(name: str, spatial: int, a: TensorProxy, kernel_size: Any, stride:
     axes = _regular_axes(name, x, spatial, kernel_size, stride, padding, 1, ceil_mode)
     x = to_dtype(x, computation_dtype(x.dtype))
     total = sum_over_windows(x, axes)
-    divisor = (
-        float(divisor_override) if divisor_override is not None else _divisor(axes, x, count_include_pad)
-    )
+    divisor = divisor_override if divisor_override is not None else _divisor(axes, x, count_include_pad)
     if not (a.dtype.is_floating_point or a.dtype.is_complex):
-        return _unbatched(ew.div(total, divisor, rounding_mode="floor"), squeeze)
+        return _unbatched(ew.div(total, divisor, rounding_mode="trunc"), squeeze)  # as eager's integer kernel
     return _unbatched(to_dtype(ew.true_divide(total, divisor), a.dtype), squeeze)
 
 
