@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -141,17 +142,23 @@ def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype:
     return to_dtype(ew.true_divide(exponentials, reductions.sum(exponentials, d, keepdim=True)), result_dtype)
 
 
-@register_vjp(softmax)
-def _softmax_vjp(
-    g: Any, a: TensorProxy, dim: Any, _stacklevel: int, dtype: Any, *, out: TensorProxy
-) -> tuple:
-    if g is None or a.numel() == 0:
-        return (None if g is None else to_dtype(g, a.dtype), None, None, None)
-    computation_dtype, _ = _softmax_dtype(a, dtype)
-    y, g = to_dtype(out, computation_dtype), to_dtype(g, computation_dtype)
-    d = canonical_dim(dim, a.ndim)
-    grad = ew.mul(y, ew.sub(g, reductions.sum(ew.mul(g, y), d, keepdim=True)))
-    return (to_dtype(grad, a.dtype), None, None, None)
+def _softmax_family_vjp(grad_in_computation_dtype: Callable) -> Callable:
+    """A rule for softmax or log_softmax: ``grad_in_computation_dtype(g, y, dim)`` in fp32 for low precision."""
+
+    def vjp(g: Any, a: TensorProxy, dim: Any, _stacklevel: int, dtype: Any, *, out: TensorProxy) -> tuple:
+        if g is None or a.numel() == 0:
+            return (None if g is None else to_dtype(g, a.dtype), None, None, None)
+        computation_dtype, _ = _softmax_dtype(a, dtype)
+        y, g = to_dtype(out, computation_dtype), to_dtype(g, computation_dtype)
+        grad = grad_in_computation_dtype(g, y, canonical_dim(dim, a.ndim))
+        return (to_dtype(grad, a.dtype), None, None, None)
+
+    return vjp
+
+
+register_vjp(softmax)(
+    _softmax_family_vjp(lambda g, y, d: ew.mul(y, ew.sub(g, reductions.sum(ew.mul(g, y), d, keepdim=True))))
+)
 
 
 @torchsymbol(F.log_softmax, torch.log_softmax, torch.Tensor.log_softmax, method="log_softmax")
@@ -165,17 +172,9 @@ def log_softmax(
     return to_dtype(ew.sub(shifted, log_normalizer), result_dtype)
 
 
-@register_vjp(log_softmax)
-def _log_softmax_vjp(
-    g: Any, a: TensorProxy, dim: Any, _stacklevel: int, dtype: Any, *, out: TensorProxy
-) -> tuple:
-    if g is None or a.numel() == 0:
-        return (None if g is None else to_dtype(g, a.dtype), None, None, None)
-    computation_dtype, _ = _softmax_dtype(a, dtype)
-    y, g = to_dtype(out, computation_dtype), to_dtype(g, computation_dtype)
-    d = canonical_dim(dim, a.ndim)
-    grad = ew.sub(g, ew.mul(ew.exp(y), reductions.sum(g, d, keepdim=True)))
-    return (to_dtype(grad, a.dtype), None, None, None)
+register_vjp(log_softmax)(
+    _softmax_family_vjp(lambda g, y, d: ew.sub(g, ew.mul(ew.exp(y), reductions.sum(g, d, keepdim=True))))
+)
 
 
 def reduce_loss(losses: TensorProxy, reduction: str, divisor: Any = None) -> TensorProxy:

@@ -21,7 +21,7 @@ from typing import Any
 
 from thunder.core import prims
 from thunder.core.gradients import vjp_rule
-from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_map
 from thunder.core.symbol import DEL, RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, from_trace, tracectx
@@ -72,11 +72,9 @@ def split_forward_backward(computation: Trace) -> ForwardBackward:
     produced = {p.name for p in cotangent_args} | {
         p.name for b in backward.bound_symbols for p in b.proxy_outputs()
     }
-    saved = _unique([p for b in backward.bound_symbols for p in b.proxy_args() if p.name not in produced])
-    saved += _unique(
-        [p for p in tree_leaves(backward.output) if isinstance(p, Proxy) and p.name not in produced]
-    )
-    saved = _unique(saved)
+    # everything the backward reads that it does not make (its return is among its bound symbols)
+    read = [p for b in backward.bound_symbols for p in b.proxy_args()]
+    saved = _unique([p for p in read if p.name not in produced])
     backward.args = [*saved, *cotangent_args]
     backward.header = f"Backward: takes {len(saved)} saved tensors and {len(cotangent_args)} output gradients"
 
