@@ -8,8 +8,11 @@ them for their methods and operators.
 from thunder.torch.nn import (
     bmm,
     cross_entropy,
+    cross_entropy_backward,
+    cross_entropy_with_lse,
     dropout,
     gelu,
+    gelu_backward,
     linear,
     log_softmax,
     matmul,
@@ -25,7 +28,7 @@ from thunder.torch.linalg import (
 )  # fmt: skip
 from thunder.torch.normalization import (
     batch_norm, batch_norm_running_stats, cdist, cosine_similarity, group_norm, instance_norm, layer_norm,
-    local_response_norm, native_group_norm, native_layer_norm, normalize, pairwise_distance, pdist, rms_norm,
+    layer_norm_backward, layer_norm_with_statistics, local_response_norm, native_group_norm, native_layer_norm, normalize, pairwise_distance, pdist, rms_norm,
 )  # fmt: skip
 from thunder.torch.convolution import (
     conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
@@ -46,7 +49,7 @@ from thunder.torch.resampling import (
     channel_shuffle, col2im, grid_sample, grid_sampler_2d, grid_sampler_3d, im2col, interpolate, pixel_shuffle, pixel_unshuffle, upsample_bilinear, upsample_nearest,
 )  # fmt: skip
 from thunder.torch.embedding import embedding, embedding_bag, one_hot
-from thunder.torch.attention import attention, scaled_dot_product_attention
+from thunder.torch.attention import attention, attention_backward, attention_with_lse, scaled_dot_product_attention
 from thunder.torch.dropout import alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from thunder.torch.nn import dropout  # noqa: E402,F811 -- importing the submodule thunder.torch.dropout rebinds the name
 from thunder.torch.activations import (

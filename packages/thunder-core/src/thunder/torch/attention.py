@@ -1,9 +1,12 @@
 """``F.scaled_dot_product_attention`` as its math: scores, mask, softmax, (dropout,) weighted sum.
 
-Without dropout the computation goes through ``attention``, a symbol with its own gradient rule
-that recomputes the probabilities from the saved query and key instead of saving them (the scores
-are the largest intermediate). With dropout the gradient comes from the decomposition, which keeps
-the random mask it drew.
+Without a mask, dropout or grouped heads, training goes through ``attention_with_lse``: the output
+and the log-sum-exp of each row of scores, the two things a flash-attention backward needs
+(``attention_backward`` recomputes the probabilities blockwise from them, never storing the scores).
+Executors run the pair as PyTorch's flash-attention kernels; the decompositions are the math.
+Other cases without dropout go through ``attention``, a symbol with its own gradient rule that
+recomputes the probabilities from the saved query and key instead of saving them. With dropout the
+gradient comes from the decomposition, which keeps the random mask it drew.
 """
 
 from __future__ import annotations
@@ -144,6 +147,67 @@ def _attention_vjp(g: Any, q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_
     return (grad_q, grad_k, grad_v, grad_mask, None, None, None)
 
 
+def _attention_with_lse(q: TensorProxy, k: TensorProxy, v: TensorProxy, is_causal: bool,
+                        scale: float | None) -> tuple[TensorProxy, TensorProxy]:  # fmt: skip
+    """The attention output and, per query row, the log-sum-exp of its scaled scores (in the
+    computation dtype: float32 for half precision)."""
+    scale_value = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    scores = _scores(q, k, None, is_causal, scale_value)
+    lse = reductions.logsumexp(scores, -1)
+    probabilities = ew.exp(ew.sub(scores, shape.unsqueeze(lse, -1)))
+    out = to_dtype(prims.matmul(probabilities, to_dtype(v, probabilities.dtype)), q.dtype)
+    return out, lse
+
+
+attention_with_lse = make_composite("attention_with_lse", _attention_with_lse)
+
+
+def _attention_backward(g: TensorProxy, q: TensorProxy, k: TensorProxy, v: TensorProxy, out: TensorProxy,
+                        lse: TensorProxy, is_causal: bool,
+                        scale: float | None) -> tuple[TensorProxy, TensorProxy, TensorProxy]:  # fmt: skip
+    """Gradients of query, key and value from the saved output and log-sum-exp (flash attention's)."""
+    scale_value = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    scores = _scores(q, k, None, is_causal, scale_value)
+    compute = scores.dtype
+    probabilities = ew.exp(ew.sub(scores, shape.unsqueeze(to_dtype(lse, compute), -1)))
+    g = to_dtype(g, compute)
+    grad_v = prims.matmul(shape.transpose(probabilities, -2, -1), g)
+    grad_p = prims.matmul(g, shape.transpose(to_dtype(v, compute), -2, -1))
+    row_dot = reductions.sum(ew.mul(g, to_dtype(out, compute)), -1, keepdim=True)
+    grad_s = ew.mul(ew.mul(probabilities, ew.sub(grad_p, row_dot)), scale_value)
+    grad_q = prims.matmul(grad_s, to_dtype(k, compute))
+    grad_k = prims.matmul(shape.transpose(grad_s, -2, -1), to_dtype(q, compute))
+    return to_dtype(grad_q, q.dtype), to_dtype(grad_k, k.dtype), to_dtype(grad_v, v.dtype)
+
+
+attention_backward = make_composite("attention_backward", _attention_backward)
+
+
+@register_vjp(attention_with_lse)
+def _attention_with_lse_vjp(g: Any, q: TensorProxy, k: TensorProxy, v: TensorProxy, is_causal: bool,
+                            scale: float | None, *, out: tuple) -> tuple:  # fmt: skip
+    g_out = g[0]
+    if g_out is None:  # the log-sum-exp is an internal output: nothing but the backward reads it
+        return (None,) * 5
+    output, lse = out
+    grad_q, grad_k, grad_v = attention_backward(g_out, q, k, v, output, lse, is_causal, scale)
+    return (grad_q, grad_k, grad_v, None, None)
+
+
+def _flash_eligible(q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_mask: TensorProxy | None,
+                    enable_gqa: bool) -> bool:  # fmt: skip
+    same_layout = q.ndim == k.ndim == v.ndim == 4 and k.shape == v.shape and q.shape[:2] == k.shape[:2]
+    causal_square = q.ndim < 2 or q.shape[-2] == k.shape[-2]  # flash kernels align the causal mask differently otherwise
+    return (
+        attn_mask is None
+        and same_layout
+        and q.shape[-1] == v.shape[-1]
+        and q.numel() > 0
+        and k.numel() > 0
+        and causal_square
+    )
+
+
 def _sum_to(t: TensorProxy, target: tuple[int, ...]) -> TensorProxy:
     """``t`` summed over the dims it was broadcast along to reach its shape from ``target``."""
     if t.shape == target:
@@ -167,6 +231,8 @@ def scaled_dot_product_attention(query: TensorProxy, key: TensorProxy, value: Te
                                  attn_mask: TensorProxy | None = None, dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False) -> TensorProxy:  # fmt: skip
     _check(query, key, value, attn_mask, is_causal, enable_gqa)
+    if dropout_p == 0.0 and _flash_eligible(query, key, value, attn_mask, enable_gqa):
+        return attention_with_lse(query, key, value, is_causal, scale)[0]
     if dropout_p == 0.0:
         return attention(query, key, value, attn_mask, is_causal, scale, enable_gqa)
     if not 0.0 < dropout_p <= 1.0:

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from thunder.core import dtypes, prims
 from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import make_composite
 from thunder.torch import elementwise as ew
 from thunder.torch import reductions, shape
 from thunder.torch.registry import torchsymbol
@@ -77,10 +78,8 @@ def gelu(a: TensorProxy, approximate: str = "none") -> TensorProxy:
     return to_dtype(result, a.dtype)
 
 
-@register_vjp(gelu)
-def _gelu_vjp(g: Any, a: TensorProxy, approximate: str, *, out: TensorProxy) -> tuple:
-    if g is None:
-        return (None, None)
+def _gelu_backward(g: TensorProxy, a: TensorProxy, approximate: str) -> TensorProxy:
+    """``g`` times gelu's derivative at ``a`` (in float32 for half precision), in ``a``'s dtype."""
     x = to_dtype(a, dtypes.float32) if dtypes.is_low_precision(a.dtype) else a
     if approximate == "tanh":
         k = math.sqrt(2 / math.pi)
@@ -93,7 +92,15 @@ def _gelu_vjp(g: Any, a: TensorProxy, approximate: str, *, out: TensorProxy) -> 
         cdf = ew.mul(ew.add(ew.erf(ew.mul(x, 1 / math.sqrt(2))), 1.0), 0.5)
         pdf = ew.mul(ew.exp(ew.mul(ew.mul(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
         derivative = ew.add(cdf, ew.mul(x, pdf))
-    return (to_dtype(ew.mul(to_dtype(g, derivative.dtype), derivative), a.dtype), None)
+    return to_dtype(ew.mul(to_dtype(g, derivative.dtype), derivative), a.dtype)
+
+
+gelu_backward = make_composite("gelu_backward", _gelu_backward)
+
+
+@register_vjp(gelu)
+def _gelu_vjp(g: Any, a: TensorProxy, approximate: str, *, out: TensorProxy) -> tuple:
+    return (None if g is None else gelu_backward(g, a, approximate), None)
 
 
 @torchsymbol(F.dropout)
@@ -237,6 +244,8 @@ def cross_entropy(a: TensorProxy, target: TensorProxy, weight: TensorProxy | Non
     reduction = legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if _plain_class_indices(a, target, weight, label_smoothing, reduction):
+        return cross_entropy_with_lse(a, target, ignore_index, reduction)[0]
     class_dim = 0 if a.ndim == 1 else 1
     log_probabilities = log_softmax(a, class_dim)
     classes = a.shape[class_dim]
@@ -249,6 +258,63 @@ def cross_entropy(a: TensorProxy, target: TensorProxy, weight: TensorProxy | Non
         return loss
     smooth = _smoothing_loss(log_probabilities, target, weight, ignore_index, class_dim, reduction)
     return ew.add(ew.mul(loss, 1.0 - label_smoothing), ew.mul(smooth, label_smoothing / classes))
+
+
+def _plain_class_indices(a: TensorProxy, target: TensorProxy, weight: TensorProxy | None, label_smoothing: float,
+                         reduction: str) -> bool:  # fmt: skip
+    """The common case (a batch of logits, class indices, no weights or smoothing) that has a
+    gradient without the log-probabilities: ``cross_entropy_with_lse``."""
+    return (
+        a.ndim == 2
+        and a.numel() > 0
+        and a.dtype.is_floating_point
+        and not target.dtype.is_floating_point
+        and weight is None
+        and not label_smoothing
+        and reduction in ("mean", "sum", "none")
+    )
+
+
+def _cross_entropy_with_lse(a: TensorProxy, target: TensorProxy, ignore_index: int,
+                            reduction: str) -> tuple[TensorProxy, TensorProxy]:  # fmt: skip
+    """cross_entropy over dim 1 of a 2-D input with class-index targets, and each row's log-sum-exp
+    (computation dtype), which is all its backward needs besides the input."""
+    x = to_dtype(a, dtypes.float32) if dtypes.is_low_precision(a.dtype) else a
+    lse = reductions.logsumexp(x, 1)
+    kept = ew.ne(target, ignore_index)
+    picked = shape.squeeze(prims.take_along_axis(x, _index_of(target, kept, 1), 1), 1)
+    losses = ew.where(kept, ew.sub(lse, picked), 0.0)
+    divisor = reductions.sum(to_dtype(kept, x.dtype)) if reduction == "mean" else None
+    return to_dtype(reduce_loss(losses, reduction, divisor), a.dtype), lse
+
+
+cross_entropy_with_lse = make_composite("cross_entropy_with_lse", _cross_entropy_with_lse)
+
+
+def _cross_entropy_backward(g: TensorProxy, a: TensorProxy, target: TensorProxy, lse: TensorProxy, ignore_index: int,
+                            reduction: str) -> TensorProxy:  # fmt: skip
+    """(softmax(a) - one_hot(target)) times each row's share of ``g``; zero on ignored rows."""
+    x = to_dtype(a, lse.dtype)
+    kept = ew.ne(target, ignore_index)
+    classes = prims.iota(a.shape[1], start=0, step=1, device=a.device, dtype=target.dtype)
+    one_hot = to_dtype(ew.eq(shape.unsqueeze(classes, 0), shape.unsqueeze(target, 1)), x.dtype)
+    g = to_dtype(g, x.dtype)
+    if reduction == "mean":
+        g = ew.true_divide(g, reductions.sum(to_dtype(kept, x.dtype)))
+    row_share = ew.where(kept, g, 0.0)
+    probabilities = ew.exp(ew.sub(x, shape.unsqueeze(lse, 1)))
+    return to_dtype(ew.mul(ew.sub(probabilities, one_hot), shape.unsqueeze(row_share, 1)), a.dtype)
+
+
+cross_entropy_backward = make_composite("cross_entropy_backward", _cross_entropy_backward)
+
+
+@register_vjp(cross_entropy_with_lse)
+def _cross_entropy_with_lse_vjp(g: Any, a: TensorProxy, target: TensorProxy, ignore_index: int, reduction: str, *,
+                                out: tuple) -> tuple:  # fmt: skip
+    if g[0] is None:
+        return (None,) * 4
+    return (cross_entropy_backward(g[0], a, target, out[1], ignore_index, reduction), None, None, None)
 
 
 def _smoothing_loss(log_probabilities: TensorProxy, target: TensorProxy, weight: TensorProxy | None,

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from thunder.core import dtypes, prims
 from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import make_composite
 from thunder.torch import elementwise as ew
 from thunder.torch import reductions, shape
 from thunder.torch.grad import detach
@@ -70,31 +71,58 @@ def _check_normalized_shape(
 def layer_norm(a: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None = None,
                bias: TensorProxy | None = None, eps: float = 1e-5) -> TensorProxy:  # fmt: skip
     normalized = _check_normalized_shape("layer_norm", a, normalized_shape, weight, bias)
-    x = to_dtype(a, computation_dtype(a.dtype))
-    dims = tuple(range(a.ndim - len(normalized), a.ndim))
     if a.numel() == 0:
+        x = to_dtype(a, computation_dtype(a.dtype))
         return to_dtype(_affine(x, weight, bias, normalized), a.dtype)
+    return layer_norm_with_statistics(a, normalized, weight, bias, eps)[0]
+
+
+def _layer_norm_with_statistics(a: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None,
+                       bias: TensorProxy | None, eps: float) -> tuple[TensorProxy, TensorProxy, TensorProxy]:  # fmt: skip
+    """Layer norm's output with its mean and reciprocal standard deviation (computation dtype, the
+    normalized dims kept as size 1): what ``layer_norm_backward`` reads instead of recomputing."""
+    x = to_dtype(a, computation_dtype(a.dtype))
+    dims = tuple(range(a.ndim - len(normalized_shape), a.ndim))
     mean, rstd = _statistics(x, dims, eps)
-    return to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, normalized), a.dtype)
+    out = to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, tuple(normalized_shape)), a.dtype)
+    return out, mean, rstd
 
 
-@register_vjp(layer_norm)
-def _layer_norm_vjp(g: Any, a: TensorProxy, normalized_shape: Any, weight: TensorProxy | None, bias: TensorProxy | None,
-                    eps: float, *, out: TensorProxy) -> tuple:  # fmt: skip
-    if g is None:
-        return (None,) * 5
-    normalized = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    dims = tuple(range(a.ndim - len(normalized), a.ndim))
-    batch_dims = tuple(range(a.ndim - len(normalized)))
+layer_norm_with_statistics = make_composite("layer_norm_with_statistics", _layer_norm_with_statistics)
+
+
+def _layer_norm_backward(g: TensorProxy, a: TensorProxy, normalized_shape: Sequence[int], mean: TensorProxy,
+                                rstd: TensorProxy, weight: TensorProxy | None, bias: TensorProxy | None,
+                                output_mask: Sequence[bool]) -> tuple:  # fmt: skip
+    """Gradients of input, weight and bias (``None`` where ``output_mask`` says not wanted)."""
+    dims = tuple(range(a.ndim - len(normalized_shape), a.ndim))
+    batch_dims = tuple(range(a.ndim - len(normalized_shape)))
     x = to_dtype(a, computation_dtype(a.dtype))
     g = to_dtype(g, x.dtype)
-    mean, rstd = _statistics(x, dims, eps)
     normalized_x = ew.mul(ew.sub(x, mean), rstd)
     dy = ew.mul(g, to_dtype(weight, x.dtype)) if weight is not None else g
-    grad_a = _normalization_input_grad(dy, normalized_x, rstd, dims)
-    grad_weight = _param_grad(ew.mul(g, normalized_x), batch_dims, weight)
-    grad_bias = _param_grad(g, batch_dims, bias)
-    return (to_dtype(grad_a, a.dtype), None, grad_weight, grad_bias, None)
+    grad_a = to_dtype(_normalization_input_grad(dy, normalized_x, rstd, dims), a.dtype) if output_mask[0] else None
+    grad_weight = _param_grad(ew.mul(g, normalized_x), batch_dims, weight) if output_mask[1] else None
+    grad_bias = _param_grad(g, batch_dims, bias) if output_mask[2] else None
+    return grad_a, grad_weight, grad_bias
+
+
+layer_norm_backward = make_composite("layer_norm_backward", _layer_norm_backward)
+
+
+@register_vjp(layer_norm_with_statistics)
+def _layer_norm_with_statistics_vjp(g: Any, a: TensorProxy, normalized_shape: Any, weight: TensorProxy | None,
+                           bias: TensorProxy | None, eps: float, *, out: tuple) -> tuple:  # fmt: skip
+    if g[0] is None:  # mean and rstd are internal outputs: only the backward reads them
+        return (None,) * 5
+    _, mean, rstd = out
+    output_mask = (
+        a.requires_grad,
+        weight is not None and weight.requires_grad,
+        bias is not None and bias.requires_grad,
+    )
+    grads = layer_norm_backward(g[0], a, normalized_shape, mean, rstd, weight, bias, output_mask)
+    return (grads[0], None, grads[1], grads[2], None)
 
 
 def _normalization_input_grad(

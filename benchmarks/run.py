@@ -1,0 +1,213 @@
+"""The performance benchmark: eager, torch.compile and thunder side by side, one process, one table.
+
+Workloads (../shared/BENCHMARKS.md; models written in this folder, random data, no network):
+- ``gpt``: GPT-2 124M training step, batch 16 x 1024 tokens, AdamW (``training.GPT``);
+- ``llama``: a Llama-2-7B-shaped model with 4 layers, batch 2 x 2048, AdamW (``llama.Llama``);
+- ``mlp-eval``: the MNIST tutorial's MLP, batch 8, eval forward under ``no_grad`` (per call).
+
+Per system: ms per step (mean of timed steps after warm-up, CUDA events), tokens/s, achieved
+TFLOP/s (6 x parameters + 12 x layers x sequence x width per token), peak memory, the wall time
+of the warm-up steps (first call: trace + compile + steps), and thunder's ratios to eager and to
+torch.compile. ``--profile`` also writes a torch.profiler table of thunder's steps per workload
+(the top kernels by CUDA time) to ``--profile-dir``.
+
+    python benchmarks/run.py                                 # all three, on CUDA, bf16
+    python benchmarks/run.py --workloads gpt --executors nvfuser,torch
+    python benchmarks/run.py --device cpu --size tiny        # a smoke run on a CPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+import thunder
+from llama import LLAMA_SIZES, Llama
+from training import GPT, GPT_SIZES, mnist_mlp
+
+SYSTEMS = ("eager", "torch.compile", "thunder")
+
+
+@dataclass
+class Row:
+    workload: str
+    system: str
+    ms: float
+    first_s: float
+    peak_gib: float | None
+    tokens_per_s: float | None = None
+    tflops: float | None = None
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _time(step: Callable[[], object], device: str, warmup: int, steps: int) -> tuple[float, float, float | None]:
+    """(ms per step, wall seconds of the warm-up steps, peak GiB)."""
+    if device == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    _sync(device)
+    start = time.perf_counter()
+    for _ in range(warmup):
+        step()
+    _sync(device)
+    first_s = time.perf_counter() - start
+    if device == "cuda":
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        for _ in range(steps):
+            step()
+        end.record()
+        torch.cuda.synchronize()
+        return begin.elapsed_time(end) / steps, first_s, torch.cuda.max_memory_allocated() / 2**30
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return (time.perf_counter() - start) * 1000 / steps, first_s, None
+
+
+def _runner(system: str, net: torch.nn.Module, args: argparse.Namespace) -> Callable:
+    if system == "eager":
+        return net
+    if system == "torch.compile":
+        return torch.compile(net)
+    executors = args.executors.split(",") if args.executors else None
+    return thunder.jit(net, executors=executors)
+
+
+def _training_rows(name: str, model: torch.nn.Module, shape: dict, args: argparse.Namespace) -> list[Row]:
+    batch, seq, vocab = shape["batch"], shape["seq"], shape["vocab"]
+    idx = torch.randint(0, vocab, (batch, seq), device=args.device)
+    targets = torch.randint(0, vocab, (batch, seq), device=args.device)
+    parameters = sum(p.numel() for p in model.parameters())
+    flops_per_token = 6 * parameters + 12 * shape["layers"] * seq * shape["d"]
+    rows = []
+    for system in _systems(args):
+        torch.manual_seed(0)
+        net = copy.deepcopy(model)
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=args.device == "cuda")
+        run = _runner(system, net, args)
+
+        def step(run: Callable = run, optimizer: torch.optim.Optimizer = optimizer) -> None:
+            optimizer.zero_grad(set_to_none=True)
+            run(idx, targets).backward()
+            optimizer.step()
+
+        ms, first_s, peak = _time(step, args.device, args.warmup, args.steps)
+        tokens_per_s = batch * seq / (ms / 1000)
+        rows.append(Row(name, system, ms, first_s, peak, tokens_per_s, flops_per_token * tokens_per_s / 1e12))
+        if args.profile and system == "thunder":
+            _profile(name, step, args)
+        del net, optimizer, run, step
+    return rows
+
+
+def _mlp_eval_rows(args: argparse.Namespace) -> list[Row]:
+    dtype = getattr(torch, args.dtype)
+    model = mnist_mlp().to(args.device, dtype).eval().requires_grad_(False)
+    x = torch.rand(8, 784, device=args.device, dtype=dtype)
+    rows = []
+    for system in _systems(args):
+        run = _runner(system, model, args)
+
+        def call(run: Callable = run) -> None:
+            with torch.no_grad():
+                run(x)
+
+        calls = 200
+        ms, first_s, peak = _time(lambda: [call() for _ in range(calls)], args.device, args.warmup, args.steps)
+        rows.append(Row("mlp-eval", system, ms / calls, first_s, peak))
+    return rows
+
+
+def _systems(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(s for s in SYSTEMS if not (s == "torch.compile" and args.skip_compile))
+
+
+def _profile(name: str, step: Callable, args: argparse.Namespace) -> None:
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if args.device == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as profiler:
+        for _ in range(3):
+            step()
+        _sync(args.device)
+    sort_by = "cuda_time_total" if args.device == "cuda" else "cpu_time_total"
+    os.makedirs(args.profile_dir, exist_ok=True)
+    path = os.path.join(args.profile_dir, f"profile_{name}.txt")
+    with open(path, "w") as f:
+        f.write(profiler.key_averages().table(sort_by=sort_by, row_limit=40))
+    print(f"profile of thunder's {name} steps: {path}")
+
+
+def _print_table(rows: list[Row], args: argparse.Namespace) -> None:
+    device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    print(f"\n## {device}, torch {torch.__version__}, {args.dtype}, warm-up {args.warmup}, timed {args.steps}")
+    print("| workload | system | ms/step | tokens/s | TFLOP/s | peak GiB | first steps (s) | thunder/eager | thunder/compile |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    by_key = {(r.workload, r.system): r for r in rows}
+    for r in rows:
+        ratios = ["", ""]
+        if r.system == "thunder":
+            for i, other in enumerate(("eager", "torch.compile")):
+                base = by_key.get((r.workload, other))
+                ratios[i] = f"{r.ms / base.ms:.2f}" if base else "-"
+        unit_ms = f"{r.ms:.3f}" if r.workload != "mlp-eval" else f"{r.ms * 1000:.1f} us"
+        print(
+            f"| {r.workload} | {r.system} | {unit_ms} | {_fmt(r.tokens_per_s, '.0f')} | {_fmt(r.tflops, '.1f')} | "
+            f"{_fmt(r.peak_gib, '.2f')} | {r.first_s:.2f} | {ratios[0]} | {ratios[1]} |"
+        )
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--size", choices=["full", "tiny"], default=None, help="default: full on CUDA, tiny on CPU")
+    parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
+    parser.add_argument("--workloads", default="gpt,llama,mlp-eval")
+    parser.add_argument("--executors", default="", help="thunder's executors, comma-separated (default: thunder's)")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--skip-compile", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile-dir", default=os.environ.get("OUT", "."))
+    args = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    full = (args.size or ("full" if args.device == "cuda" else "tiny")) == "full"
+    dtype = getattr(torch, args.dtype)
+    rows: list[Row] = []
+    for workload in args.workloads.split(","):
+        model: torch.nn.Module | None = None
+        if workload == "gpt":
+            shape = GPT_SIZES["small" if full else "tiny"]
+            model = GPT(**{k: v for k, v in shape.items() if k != "batch"}).to(args.device, dtype)
+            rows += _training_rows("gpt", model, {**shape}, args)
+        elif workload == "llama":
+            shape = LLAMA_SIZES["7b-4layers" if full else "tiny"]
+            model = Llama(**{k: v for k, v in shape.items() if k != "batch"}).to(args.device, dtype)
+            rows += _training_rows("llama", model, shape, args)
+        elif workload == "mlp-eval":
+            rows += _mlp_eval_rows(args)
+        else:
+            raise SystemExit(f"unknown workload {workload!r}")
+        del model
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
+        _print_table(rows, args)  # after each workload, so a time-out still leaves a table
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""PyTorch's own fused kernels for the forward/backward pairs of the torch language.
+
+The torch language routes training through symbol pairs whose forward returns what the backward
+needs (``attention_with_lse`` and ``attention_backward``, ``layer_norm_with_statistics`` and
+``layer_norm_backward``, ``cross_entropy_with_lse`` and ``cross_entropy_backward``,
+``gelu_backward``). Their decompositions are the math; here the torch executor claims them as
+single calls of the kernels PyTorch's autograd uses (flash attention, ``native_layer_norm``, ...),
+so a compiled training step launches what eager launches, or fewer kernels, instead of dozens of
+elementwise ones. Each function returns exactly the dtypes its symbol's decomposition declares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+import thunder.torch as ltorch
+from thunder.core.executor import OperatorExecutor
+from thunder.core.proxies import TensorProxy
+
+__all__ = [
+    "register_torch_kernels",
+    "attention_with_lse",
+    "attention_backward",
+    "layer_norm_with_statistics",
+    "layer_norm_backward",
+    "gelu_backward",
+    "cross_entropy_with_lse",
+    "cross_entropy_backward",
+]
+
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _computation_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in _HALF else dtype
+
+
+# ---------------------------------------------------------------------------------------------
+# attention: flash kernels (CUDA for half precision, PyTorch's CPU flash kernel otherwise)
+
+
+def attention_with_lse(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: float | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if q.is_cuda:
+        out, lse, *_ = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, is_causal, False, scale=scale)
+    else:
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal, scale=scale)
+    return out, lse.to(_computation_dtype(q.dtype))
+
+
+def attention_backward(
+    g: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
+    is_causal: bool, scale: float | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+    if q.is_cuda:
+        # without dropout the kernel reads neither the sequence offsets nor the random state
+        unused = torch.empty(0, dtype=torch.int64, device=q.device)
+        return torch.ops.aten._scaled_dot_product_flash_attention_backward(
+            g.contiguous(), q, k, v, out, lse.float(), unused, unused, q.shape[-2], k.shape[-2], 0.0, is_causal,
+            unused, unused, scale=scale,
+        )  # fmt: skip
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+        g.contiguous(), q, k, v, out, lse.to(q.dtype if q.dtype == torch.float64 else torch.float32), 0.0,
+        is_causal, scale=scale,
+    )  # fmt: skip
+
+
+def _attention_checker(q: TensorProxy, k: TensorProxy, v: TensorProxy, *args: object, **kwargs: object) -> bool:
+    head_dim = q.shape[-1]
+    if q.device.type == "cuda":
+        return q.dtype.torch_dtype in _HALF and head_dim % 8 == 0 and head_dim <= 256
+    return q.device.type == "cpu" and q.dtype.torch_dtype in (torch.float32, torch.float64, *_HALF)
+
+
+# ---------------------------------------------------------------------------------------------
+# layer norm, gelu
+
+
+def layer_norm_with_statistics(
+    a: torch.Tensor, normalized_shape: Sequence[int], weight: torch.Tensor | None, bias: torch.Tensor | None,
+    eps: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+    out, mean, rstd = torch.ops.aten.native_layer_norm(a, list(normalized_shape), weight, bias, eps)
+    compute = _computation_dtype(a.dtype)
+    return out, mean.to(compute), rstd.to(compute)
+
+
+def layer_norm_backward(
+    g: torch.Tensor, a: torch.Tensor, normalized_shape: Sequence[int], mean: torch.Tensor, rstd: torch.Tensor,
+    weight: torch.Tensor | None, bias: torch.Tensor | None, output_mask: Sequence[bool],
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:  # fmt: skip
+    if not a.is_cuda:  # PyTorch's CPU kernel keeps the statistics in the input's dtype
+        mean, rstd = mean.to(a.dtype), rstd.to(a.dtype)
+    grads = torch.ops.aten.native_layer_norm_backward(
+        g, a, list(normalized_shape), mean, rstd, weight, bias, list(output_mask)
+    )
+    return tuple(grad if wanted else None for grad, wanted in zip(grads, output_mask))  # type: ignore[return-value]
+
+
+def gelu_backward(g: torch.Tensor, a: torch.Tensor, approximate: str) -> torch.Tensor:
+    return torch.ops.aten.gelu_backward(g, a, approximate=approximate)
+
+
+# ---------------------------------------------------------------------------------------------
+# cross entropy over class indices: the forward keeps each row's log-sum-exp instead of the
+# log-probabilities; the backward is softmax minus the one-hot target, scaled per row
+
+
+def cross_entropy_with_lse(
+    a: torch.Tensor, target: torch.Tensor, ignore_index: int, reduction: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    x = a.to(_computation_dtype(a.dtype))
+    lse = torch.logsumexp(x, 1)
+    kept = target != ignore_index
+    picked = x.gather(1, torch.where(kept, target, 0).unsqueeze(1)).squeeze(1)
+    losses = torch.where(kept, lse - picked, 0.0)
+    if reduction == "mean":
+        loss = losses.sum() / kept.sum().to(x.dtype)
+    elif reduction == "sum":
+        loss = losses.sum()
+    else:
+        loss = losses
+    return loss.to(a.dtype), lse
+
+
+def cross_entropy_backward(
+    g: torch.Tensor, a: torch.Tensor, target: torch.Tensor, lse: torch.Tensor, ignore_index: int, reduction: str
+) -> torch.Tensor:
+    grad = torch.sub(a.to(lse.dtype), lse.unsqueeze(1)).exp_()
+    kept = target != ignore_index
+    index = torch.where(kept, target, 0).unsqueeze(1)
+    grad.scatter_add_(1, index, torch.full(index.shape, -1.0, dtype=grad.dtype, device=grad.device))
+    share = g.to(grad.dtype)
+    if reduction == "mean":
+        share = share / kept.sum().to(grad.dtype)
+    grad.mul_(torch.where(kept, share, 0.0).unsqueeze(1))
+    return grad.to(a.dtype)
+
+
+def register_torch_kernels(executor: OperatorExecutor) -> None:
+    def claim(symbol: object, fn: object, checker: object = None) -> None:
+        operator = executor.register_operator(fn.__name__, fn=fn, like=symbol)  # type: ignore[attr-defined]
+        if checker is None:
+            executor.register_implementation(symbol, operator)  # type: ignore[arg-type]
+        else:
+            executor.register_implementation(symbol, operator, checker=checker)  # type: ignore[arg-type]
+
+    claim(ltorch.attention_with_lse, attention_with_lse, _attention_checker)
+    claim(ltorch.attention_backward, attention_backward, lambda g, q, *rest: _attention_checker(q, q, q))
+    claim(ltorch.layer_norm_with_statistics, layer_norm_with_statistics)
+    claim(ltorch.layer_norm_backward, layer_norm_backward)
+    claim(ltorch.gelu_backward, gelu_backward)
+    claim(ltorch.cross_entropy_with_lse, cross_entropy_with_lse)
+    claim(ltorch.cross_entropy_backward, cross_entropy_backward)

@@ -1,0 +1,108 @@
+"""The torch executor's fused forward/backward kernels (thunder/executors/torch_kernels.py) against
+eager, forward and backward, and the traces that show them claimed. CUDA cases skip without a GPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import thunder
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def _cases(device: str) -> list[torch.dtype]:
+    return [torch.float32, torch.float64] if device == "cpu" else [torch.bfloat16, torch.float16]
+
+
+def _tolerance(dtype: torch.dtype) -> dict:
+    if dtype in (torch.bfloat16, torch.float16):
+        return dict(atol=3e-2, rtol=3e-2)
+    return dict(atol=1e-5, rtol=1e-4) if dtype == torch.float32 else dict(atol=1e-10, rtol=1e-8)
+
+
+def _check(fn, inputs: list, forward_name: str, backward_name: str) -> None:
+    """Values and gradients within the tolerance of each result's dtype."""
+    jitted = thunder.jit(fn)
+    expected, actual = fn(*inputs), jitted(*inputs)
+    torch.testing.assert_close(actual, expected, **_tolerance(expected.dtype))
+    differentiable = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
+    cotangent = torch.randn_like(expected)
+    expected_grads = torch.autograd.grad(expected, differentiable, cotangent)
+    actual_grads = torch.autograd.grad(actual, differentiable, cotangent)
+    for e, a in zip(expected_grads, actual_grads):
+        torch.testing.assert_close(a, e, **_tolerance(e.dtype))
+    forward, backward = str(thunder.last_traces(jitted)[-1]), str(thunder.last_backward_traces(jitted)[-1])
+    assert f"= {forward_name}(" in forward, forward
+    assert f"= {backward_name}(" in backward, backward
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_attention(device: str, is_causal: bool) -> None:
+    for dtype in _cases(device):
+        q, k, v = (torch.randn(2, 3, 16, 8, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
+
+        def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+
+        _check(attention, [q, k, v], "attention_with_lse", "attention_backward")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_attention_non_contiguous_heads(device: str) -> None:
+    """q, k, v as transposed views of one projection, as GPT blocks make them."""
+    for dtype in _cases(device):
+        qkv = torch.randn(2, 16, 3 * 32, device=device, dtype=dtype, requires_grad=True)
+
+        def block(qkv: torch.Tensor) -> torch.Tensor:
+            q, k, v = (t.view(2, 16, 4, 8).transpose(1, 2) for t in qkv.split(32, dim=2))
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 16, 32)
+
+        _check(block, [qkv], "attention_with_lse", "attention_backward")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm(device: str, affine: bool) -> None:
+    for dtype in _cases(device):
+        x = torch.randn(4, 6, 32, device=device, dtype=dtype, requires_grad=True)
+        w = torch.randn(32, device=device, dtype=dtype, requires_grad=True) if affine else None
+        b = torch.randn(32, device=device, dtype=dtype, requires_grad=True) if affine else None
+
+        def norm(x: torch.Tensor, w: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor:
+            return F.layer_norm(x, (32,), w, b)
+
+        _check(norm, [x, w, b], "layer_norm_with_statistics", "layer_norm_backward")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu(device: str, approximate: str) -> None:
+    for dtype in _cases(device):
+        x = torch.randn(4, 33, device=device, dtype=dtype, requires_grad=True)
+        _check(lambda x: F.gelu(x, approximate=approximate), [x], "torch.nn.functional.gelu", "gelu_backward")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy(device: str, reduction: str) -> None:
+    for dtype in _cases(device):
+        logits = torch.randn(10, 37, device=device, dtype=dtype, requires_grad=True)
+        target = torch.randint(0, 37, (10,), device=device)
+        target[3] = -100  # ignored
+
+        def loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+            # half-precision logits go to the loss in float32, as language models do
+            return F.cross_entropy(logits if logits.dtype == torch.float64 else logits.float(), target, reduction=reduction)
+
+        _check(loss, [logits, target], "cross_entropy_with_lse", "cross_entropy_backward")
+
+
+def test_cross_entropy_all_ignored_is_nan_like_eager() -> None:
+    logits = torch.randn(3, 5, requires_grad=True)
+    target = torch.full((3,), -100)
+    expected = F.cross_entropy(logits, target)
+    actual = thunder.jit(F.cross_entropy)(logits, target)
+    assert expected.isnan() and actual.isnan()
