@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 from thunder.core import dtypes, prims
+from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
 from thunder.torch.registry import alias, torchsymbol
 from thunder.torch.shape import (
@@ -200,6 +201,21 @@ def split(a: TensorProxy, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         return (a,)
     count = math.ceil(length / size)
     return _split_by_sizes(a, [size] * (count - 1) + [length - size * (count - 1)], dim)
+
+
+def _split_vjp(g: Any, a: TensorProxy, sizes: Any, dim: int, *, out: tuple) -> tuple:
+    """The pieces' gradients concatenated (zeros for pieces without one): one copy, where the
+    slices' own rules would pad each gradient to the input's shape and add them up."""
+    if all(piece is None for piece in g):
+        return (None, None, None)
+    pieces = [
+        piece if piece is not None else prims.full(o.shape, 0.0, device=o.device, dtype=o.dtype)
+        for piece, o in zip(g, out)
+    ]
+    return (prims.cat(pieces, canonical_dim(dim, a.ndim)) if len(pieces) > 1 else pieces[0], None, None)
+
+
+register_vjp(split, split_with_sizes)(_split_vjp)
 
 
 @torchsymbol(torch.chunk, torch.Tensor.chunk, torch.unsafe_chunk, method="chunk", tags=SHAPE)

@@ -148,7 +148,7 @@ def _accumulate(cotangents: dict[str, Any], value: TensorProxy, grad: Any) -> No
 def _backward_step(bound_symbol: BoundSymbol, cotangents: dict[str, Any], needs_grad: set[str]) -> None:
     if bound_symbol.symbol in (RETURN, DEL) or "stop_gradient" in bound_symbol.symbol.tags:
         return
-    if not _on_gradient_path(bound_symbol, needs_grad):
+    if not _on_gradient_path(bound_symbol, needs_grad) or _returns_its_input(bound_symbol):
         return
     output_cotangents = tree_map(
         lambda x: cotangents.get(x.name) if isinstance(x, TensorProxy) else None, bound_symbol.output
@@ -168,6 +168,13 @@ def _backward_step(bound_symbol: BoundSymbol, cotangents: dict[str, Any], needs_
         )
     for argument, grad in zip(positional, grads):
         _accumulate_argument(cotangents, argument, grad, needs_grad)
+
+
+def _returns_its_input(bound_symbol: BoundSymbol) -> bool:
+    """An identity call (``split`` into one piece): its output's cotangent already is its input's."""
+    inputs = {p.name for p in bound_symbol.proxy_args()}
+    outputs = [p.name for p in bound_symbol.proxy_outputs()]
+    return bool(outputs) and all(name in inputs for name in outputs)
 
 
 def _accumulate_argument(cotangents: dict[str, Any], argument: Any, grad: Any, needs_grad: set[str]) -> None:
