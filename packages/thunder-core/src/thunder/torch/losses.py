@@ -360,7 +360,8 @@ def multilabel_margin_loss(a: TensorProxy, target: TensorProxy, size_average: An
     return to_dtype(reduce_loss(losses, reduction), a.dtype)
 
 
-@torchsymbol(F.linear_cross_entropy)
+# F.linear_cross_entropy is new in torch 2.12; older torch (the GPU machine runs 2.11) has no such name
+@torchsymbol(*[f for f in (getattr(F, "linear_cross_entropy", None),) if f is not None])
 def linear_cross_entropy(a: TensorProxy, linear_weight: TensorProxy, target: TensorProxy, *,
                          linear_bias: TensorProxy | None = None, weight: TensorProxy | None = None,
                          reduction: str = "mean", ignore_index: int | None = None, label_smoothing: float = 0.0,
