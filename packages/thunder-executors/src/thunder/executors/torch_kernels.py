@@ -56,10 +56,11 @@ def attention_backward(
     is_causal: bool, scale: float | None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
     if q.is_cuda:
-        # without dropout the kernel reads neither the sequence offsets nor the random state
+        # dense batches have no sequence offsets (undefined tensors, as the forward returns them);
+        # without dropout the kernel does not read the random state
         unused = torch.empty(0, dtype=torch.int64, device=q.device)
         return torch.ops.aten._scaled_dot_product_flash_attention_backward(
-            g.contiguous(), q, k, v, out, lse.float(), unused, unused, q.shape[-2], k.shape[-2], 0.0, is_causal,
+            g.contiguous(), q, k, v, out, lse.float(), None, None, q.shape[-2], k.shape[-2], 0.0, is_causal,
             unused, unused, scale=scale,
         )  # fmt: skip
     return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
