@@ -17,7 +17,9 @@ A single gradient may be returned without the tuple.
 The autograd transform uses a symbol's rule when it has one and otherwise differentiates its
 decomposition; a leaf without a rule that lies on a gradient path is an error naming the symbol.
 Rules on torch-language symbols are therefore optional: they exist where the decomposition's
-gradient would be slow or save too much (softmax, cross_entropy, linear, ...).
+gradient would be slow or save too much (softmax, cross_entropy, linear, ...). A rule registered
+with ``applies=`` is used only for calls whose arguments satisfy it (``add`` of real floating-point
+tensors); other calls are differentiated through the decomposition.
 """
 
 from __future__ import annotations
@@ -26,19 +28,25 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from thunder.core.symbol import Symbol
+    from thunder.core.symbol import BoundSymbol, Symbol
 
-__all__ = ["register_vjp", "vjp_rule", "symbols_with_vjp"]
+__all__ = ["register_vjp", "vjp_rule", "vjp_rule_for", "symbols_with_vjp"]
 
 _vjp_rules: dict[str, Callable] = {}
+_applies: dict[str, Callable[..., bool]] = {}
 
 
-def register_vjp(*symbols: Symbol) -> Callable[[Callable], Callable]:
-    """Register the decorated function as the gradient rule of each of ``symbols``."""
+def register_vjp(*symbols: Symbol, applies: Callable[..., bool] | None = None) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the gradient rule of each of ``symbols`` (for the calls
+    whose arguments satisfy ``applies``, when it is given)."""
 
     def decorate(rule: Callable) -> Callable:
         for symbol in symbols:
             _vjp_rules[symbol.id] = rule
+            if applies is None:
+                _applies.pop(symbol.id, None)
+            else:
+                _applies[symbol.id] = applies
         return rule
 
     return decorate
@@ -46,6 +54,15 @@ def register_vjp(*symbols: Symbol) -> Callable[[Callable], Callable]:
 
 def vjp_rule(symbol: Symbol) -> Callable | None:
     return _vjp_rules.get(symbol.id)
+
+
+def vjp_rule_for(bound_symbol: BoundSymbol) -> Callable | None:
+    """The rule that differentiates this call, or ``None`` (then its decomposition is differentiated)."""
+    rule = _vjp_rules.get(bound_symbol.symbol.id)
+    applies = _applies.get(bound_symbol.symbol.id)
+    if rule is None or applies is None or applies(*bound_symbol.args, **bound_symbol.kwargs):
+        return rule
+    return None
 
 
 def symbols_with_vjp() -> frozenset[str]:

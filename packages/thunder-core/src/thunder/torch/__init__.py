@@ -127,3 +127,5 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 
 # In-place methods (x.add_), x[key] = v and the out=/inplace= forms: registered after every symbol.
 from thunder.torch import inplace as _inplace  # noqa: E402,F401
+# Gradient rules that keep arithmetic on floating-point tensors as single calls in training traces.
+from thunder.torch import elementwise_vjp as _elementwise_vjp  # noqa: E402,F401

@@ -149,7 +149,7 @@ def frac(a: TensorProxy) -> TensorProxy:
 
 @torchsymbol(torch.rsub, tags=ELEMENTWISE)
 def rsub(a: Any, b: Any, *, alpha: Any = 1) -> Any:
-    return ew.sub(b, a, alpha=alpha if alpha != 1 else None)
+    return ew.sub(b, a) if alpha == 1 else ew.sub(b, a, alpha=alpha)
 
 
 def _scaled(name: str, factor: float) -> Any:

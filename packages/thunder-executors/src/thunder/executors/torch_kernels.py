@@ -114,10 +114,11 @@ def cross_entropy_with_lse(
     a: torch.Tensor, target: torch.Tensor, ignore_index: int, reduction: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
     x = a.to(_computation_dtype(a.dtype))
-    lse = torch.logsumexp(x, 1)
+    log_probabilities = torch.log_softmax(x, 1)  # one kernel; logsumexp would take several passes
+    lse = x[:, 0] - log_probabilities[:, 0]
     kept = target != ignore_index
-    picked = x.gather(1, torch.where(kept, target, 0).unsqueeze(1)).squeeze(1)
-    losses = torch.where(kept, lse - picked, 0.0)
+    picked = log_probabilities.gather(1, torch.where(kept, target, 0).unsqueeze(1)).squeeze(1)
+    losses = torch.where(kept, -picked, 0.0)
     if reduction == "mean":
         loss = losses.sum() / kept.sum().to(x.dtype)
     elif reduction == "sum":
@@ -130,14 +131,14 @@ def cross_entropy_with_lse(
 def cross_entropy_backward(
     g: torch.Tensor, a: torch.Tensor, target: torch.Tensor, lse: torch.Tensor, ignore_index: int, reduction: str
 ) -> torch.Tensor:
-    grad = torch.sub(a.to(lse.dtype), lse.unsqueeze(1)).exp_()
     kept = target != ignore_index
-    index = torch.where(kept, target, 0).unsqueeze(1)
-    grad.scatter_add_(1, index, torch.full(index.shape, -1.0, dtype=grad.dtype, device=grad.device))
-    share = g.to(grad.dtype)
+    share = g.to(lse.dtype)
     if reduction == "mean":
-        share = share / kept.sum().to(grad.dtype)
-    grad.mul_(torch.where(kept, share, 0.0).unsqueeze(1))
+        share = share / kept.sum().to(lse.dtype)
+    share = torch.where(kept, share, 0.0).unsqueeze(1)
+    # softmax recomputed in one kernel (cheaper than reading the saved log-sum-exp in two passes)
+    grad = torch.softmax(a.to(lse.dtype), 1).mul_(share)
+    grad.scatter_add_(1, torch.where(kept, target, 0).unsqueeze(1), -share)
     return grad.to(a.dtype)
 
 

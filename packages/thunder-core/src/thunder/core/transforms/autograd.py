@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thunder.core import prims
-from thunder.core.gradients import vjp_rule
+from thunder.core.gradients import vjp_rule_for
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_map
 from thunder.core.symbol import DEL, RETURN, BoundSymbol, Symbol
@@ -106,7 +106,7 @@ def _differentiable(bound_symbols: Sequence[BoundSymbol], needs_grad: set[str]) 
             or not _on_gradient_path(bound_symbol, needs_grad)
         ):
             program.append(bound_symbol)
-        elif vjp_rule(bound_symbol.symbol) is not None:
+        elif vjp_rule_for(bound_symbol) is not None:
             program.append(bound_symbol)
             needs_grad.update(
                 p.name
@@ -155,7 +155,7 @@ def _backward_step(bound_symbol: BoundSymbol, cotangents: dict[str, Any], needs_
     )
     if all(g is None for g in tree_leaves(output_cotangents)):
         return
-    rule = vjp_rule(bound_symbol.symbol)
+    rule = vjp_rule_for(bound_symbol)
     assert rule is not None, f"{bound_symbol.symbol.id} reached the backward without a gradient rule"
     positional, keyword = _bind(bound_symbol)
     grads = rule(output_cotangents, *positional, out=bound_symbol.output, **keyword)
