@@ -19,7 +19,13 @@ import torch as _pytorch  # noqa: E402
 
 import thunder.executors  # noqa: E402,F401  -- registers the built-in executors
 from thunder.core import pipeline as _pipeline  # noqa: E402
-from thunder.core.executor import Executor, get_all_executors, get_default_executors  # noqa: E402
+from thunder.core.executor import (  # noqa: E402
+    Executor,
+    get_all_executors,
+    get_default_executors,
+    list_executors,
+    set_default_executors,
+)
 from thunder.core.module import ThunderModule  # noqa: E402
 from thunder.core.pipeline import compile_data, compile_stats  # noqa: E402
 from thunder.core.trace import Trace  # noqa: E402
@@ -45,6 +51,8 @@ __all__ = [
     "last_compile_options",
     "get_all_executors",
     "get_default_executors",
+    "list_executors",
+    "set_default_executors",
     "ThunderModule",
     "Trace",
 ]
@@ -65,10 +73,18 @@ def jit(
         fn: a function or a ``torch.nn.Module``.
         executors: executors (names or objects) in priority order; the defaults follow them.
         cache: ``"constant values"`` (default: Python values the program reads are checked on
-            every call and a change recompiles) or ``"no caching"``.
+            every call and a change recompiles), ``"symbolic values"`` (Python ints and floats are
+            inputs of the trace, checked by type only; a number whose value decides a branch or a
+            shape is checked by value, as with ``"constant values"``) or ``"no caching"``.
         transforms: functions ``Trace -> Trace`` applied to the computation trace before execution.
+        cache_size: (a compile option) the most cache entries kept for ``fn``, 32 by default; past it
+            the least recently used entry is evicted (``compile_stats(fn).cache_evictions``). ``None``:
+            no bound.
         compile_options: ``fallback=False`` makes a torch operator thunder has no symbol for an error
             instead of a ``fallback.<name>`` call run by PyTorch (the default; see ``thunder.examine``).
+            ``save_traces="dir"`` writes every trace of each compile to ``dir`` (also
+            ``THUNDER_SAVE_TRACES=dir``); ``progress_threshold=seconds`` logs a progress line to stderr
+            for compiles slower than that (also ``THUNDER_PROGRESS_THRESHOLD``; default 5).
 
     Returns:
         For a module, a ``ThunderModule`` sharing the module's parameters and buffers; for a
@@ -81,11 +97,6 @@ def jit(
         y = jmodel(torch.randn(3, 4))
         print(thunder.last_traces(jmodel)[-1])
     """
-    if cache == "symbolic values":
-        raise NotImplementedError(
-            'cache="symbolic values" (Python numbers as trace inputs) is not implemented yet; '
-            'use "constant values", which recompiles when a number changes'
-        )
     jitted = _pipeline.jit(
         fn,
         frontend=interpreter_frontend,
@@ -137,7 +148,7 @@ def last_prologue_traces(fn: Any) -> list[Trace]:
 
 
 def cache_option(fn: Any) -> str:
-    """The cache option ``fn`` was compiled with: ``"constant values"`` or ``"no caching"``."""
+    """The cache option ``fn`` was compiled with: ``"constant values"``, ``"symbolic values"`` or ``"no caching"``."""
     return compile_data(fn).cache_option
 
 

@@ -20,10 +20,11 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from thunder.core import fallback
+from thunder.core.diagnostics import trace_to_dot, trace_to_html  # pictures of a trace, re-exported
 from thunder.core.proxies import TensorProxy
 from thunder.torch.inplace import torch_lookaside
 
-__all__ = ["examine", "ExamineReport"]
+__all__ = ["examine", "ExamineReport", "trace_to_dot", "trace_to_html"]
 
 
 @dataclass

@@ -26,7 +26,7 @@ class Distribution:
 
 
 SUB_DISTRIBUTIONS = (
-    Distribution("thunder-core", ("thunder.core", "thunder.torch"), ()),
+    Distribution("thunder-core", ("thunder.core", "thunder.torch", "thunder.distributed"), ()),
     Distribution("thunder-interpreter", ("thunder.interpreter",), ("thunder-core",)),
     Distribution("thunder-executors", ("thunder.executors",), ("thunder-core",)),
     Distribution("thunder-dynamo", ("thunder.dynamo",), ("thunder-core", "thunder-interpreter")),

@@ -131,6 +131,7 @@ def test_import_rules(sub_distribution, sub_distributions) -> None:
 OWNERS = {
     "core": "thunder-core",
     "torch": "thunder-core",
+    "distributed": "thunder-core",
     "interpreter": "thunder-interpreter",
     "executors": "thunder-executors",
     "dynamo": "thunder-dynamo",

@@ -28,6 +28,21 @@ SCRIPT = textwrap.dedent(
     names = [executor.name for executor in thunder.get_all_executors()]
     assert "example" in names, names
 
+    # listed with its kind and availability, as an operator executor that is no default
+    rows = {info.name: info for info in thunder.list_executors()}
+    example = rows["example"]
+    assert (example.kind, example.available, example.default, example.version) == ("operator", True, False, "0.1")
+    assert "example" in str(thunder.executors.list_executors())
+    print(thunder.list_executors())
+
+    # a misspelt name lists the plugin among what is available
+    try:
+        thunder.jit(lambda x: x, executors=["exampel"])
+    except ValueError as error:
+        assert "available here: " in str(error) and "example" in str(error).split("available here: ")[1], error
+    else:
+        raise AssertionError("an unknown executor name was accepted")
+
     fn = lambda x: torch.relu(x) * 2
     x = torch.randn(3, 4)
 
@@ -43,11 +58,17 @@ SCRIPT = textwrap.dedent(
     torch.testing.assert_close(jmodel(x), model(x))
     assert "example_relu" in str(thunder.last_traces(jmodel)[-1])
 
+    # An executor object works as well as its name; the plugin's module is reachable once loaded.
+    plugin = thunder.core.executor.get_executor("example")
+    jobj = thunder.jit(fn, executors=[plugin])
+    assert torch.equal(jobj(x), fn(x)) and "example_relu" in str(thunder.last_traces(jobj)[-1])
+
     # Installed is not chosen: without asking for it, relu does not go to the plugin.
     default = thunder.jit(fn)
     assert torch.equal(default(x), fn(x))
     default_src = str(thunder.last_traces(default)[-1])
     assert "example_relu" not in default_src, default_src
+    assert plugin not in thunder.get_default_executors()
     print("OK")
     """
 )

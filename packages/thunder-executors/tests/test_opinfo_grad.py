@@ -27,9 +27,18 @@ from thunder.core.symbol import Symbol
 
 FAST_SAMPLES = 3
 RANDOM_OPS = frozenset(
-    {"nn.functional.dropout", "nn.functional.rrelu", "rand_like", "randn_like", "bernoulli", "normal",
-     "nn.functional.dropout2d", "nn.functional.dropout3d", "nn.functional.alpha_dropout",
-     "nn.functional.feature_alpha_dropout"}  # fmt: skip
+    {
+        "nn.functional.dropout",
+        "nn.functional.rrelu",
+        "rand_like",
+        "randn_like",
+        "bernoulli",
+        "normal",
+        "nn.functional.dropout2d",
+        "nn.functional.dropout3d",
+        "nn.functional.alpha_dropout",
+        "nn.functional.feature_alpha_dropout",
+    }  # fmt: skip
 )
 
 # OpInfos whose gradients differ from eager for a reason outside the gradient rules: the reason.

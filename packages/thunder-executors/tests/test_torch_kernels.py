@@ -95,7 +95,9 @@ def test_cross_entropy(device: str, reduction: str) -> None:
 
         def loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
             # half-precision logits go to the loss in float32, as language models do
-            return F.cross_entropy(logits if logits.dtype == torch.float64 else logits.float(), target, reduction=reduction)
+            return F.cross_entropy(
+                logits if logits.dtype == torch.float64 else logits.float(), target, reduction=reduction
+            )
 
         _check(loss, [logits, target], "cross_entropy_with_lse", "cross_entropy_backward")
 

@@ -9,6 +9,7 @@ function on the same inputs.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -54,8 +55,9 @@ def _eager_executor() -> Executor:
 
 def jit(fn: Callable, **options: Any) -> Any:
     """``thunder.jit`` assembled from the interpreter's own dependencies (no meta package)."""
-    jitted = pipeline.jit(fn, frontend=interpreter_frontend, cache=options.pop("cache", "constant values"),
-                          **options)  # fmt: skip
+    # THUNDER_CORPUS_CACHE="symbolic values" runs the whole corpus with numbers as trace inputs
+    cache = options.pop("cache", os.environ.get("THUNDER_CORPUS_CACHE", "constant values"))
+    jitted = pipeline.jit(fn, frontend=interpreter_frontend, cache=cache, **options)
     jitted._compile_data.executors = _executors()
     return ThunderModule(fn, jitted) if isinstance(fn, torch.nn.Module) else jitted
 

@@ -28,7 +28,11 @@ class ThunderFunction(torch.autograd.Function):
         output, saved = pair.forward(*inputs)
         flat_output, pair.output_spec = tree_flatten(output)
         ctx.pair = pair
-        ctx.save_for_backward(*saved)
+        # Python numbers (cache="symbolic values") cannot go through save_for_backward
+        ctx.save_for_backward(*(s for s in saved if isinstance(s, torch.Tensor) or s is None))
+        ctx.saved_numbers = {
+            i: s for i, s in enumerate(saved) if not (isinstance(s, torch.Tensor) or s is None)
+        }
         ctx.mark_non_differentiable(
             *(
                 t
@@ -44,7 +48,10 @@ class ThunderFunction(torch.autograd.Function):
     def backward(ctx: Any, *grads: Any) -> tuple:
         pair: _CompiledPair = ctx.pair
         cotangents = [grads[i] for i in pair.cotangent_outputs]
-        return (None, *pair.backward(*ctx.saved_tensors, *cotangents))
+        tensors = iter(ctx.saved_tensors)
+        count = len(ctx.saved_tensors) + len(ctx.saved_numbers)
+        saved = [ctx.saved_numbers[i] if i in ctx.saved_numbers else next(tensors) for i in range(count)]
+        return (None, *pair.backward(*saved, *cotangents))
 
 
 class _CompiledPair:

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
+import keyword
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from thunder.core import devices, dtypes
-from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol, Symbol
-from thunder.core.trace import Trace
+from thunder.core.trace import Trace, safe_identifier
 
 __all__ = ["value_to_python", "trace_to_python", "compile_trace"]
 
@@ -31,6 +34,7 @@ _MODULE_IMPORTS = {
     "devices": "from thunder.core import devices",
     "fallback": "from thunder.core import fallback",
     "inplace": "from thunder.core import inplace",
+    "dist": "import thunder.distributed.prims as dist",
 }
 
 
@@ -42,9 +46,12 @@ def _module_import(module: str) -> str:
 class _Printer:
     """Prints values and bound symbols, collecting the imports and constants they need."""
 
-    def __init__(self) -> None:
+    def __init__(self, taken: set[str] | None = None) -> None:
         self.imports: dict[str, None] = {}  # ordered set
         self.constants: dict[str, Any] = {}
+        # the trace's variable names: a callee or constant bound under one of them would be shadowed
+        self.taken: set[str] = taken or set()
+        self.callee_names: dict[int, str] = {}  # id(symbol) -> the name it is called by, when aliased
 
     def need_module(self, module: str) -> None:
         self.imports[_module_import(module)] = None
@@ -53,15 +60,23 @@ class _Printer:
         for name, existing in self.constants.items():
             if existing is value:
                 return name
-        name = f"_constant{len(self.constants)}"
+        name = self.fresh_name("_constant")
         self.constants[name] = value
         return name
+
+    def fresh_name(self, prefix: str) -> str:
+        index = len(self.constants)
+        while f"{prefix}{index}" in self.constants or f"{prefix}{index}" in self.taken:
+            index += 1
+        return f"{prefix}{index}"
 
     def value(self, x: Any) -> str:
         if isinstance(x, Proxy):
             return x.name
-        if x is None or isinstance(x, (bool, str)) or x is Ellipsis:
+        if x is None or type(x) in (bool, str) or x is Ellipsis:
             return repr(x)
+        if isinstance(x, str):  # a subclass's __repr__ is user code: never pasted as source
+            return self.constant(x)
         if isinstance(x, int):
             return repr(int(x))
         if isinstance(x, float):
@@ -82,12 +97,15 @@ class _Printer:
             return f"torch.device({str(x)!r})"
         if isinstance(x, slice):
             return f"slice({self.value(x.start)}, {self.value(x.stop)}, {self.value(x.step)})"
+        if type(x).__module__ == "torch.return_types":  # a structseq: built from one sequence
+            self.need_module("torch")
+            return f"torch.return_types.{type(x).__name__}({self.value(tuple(x))})"
         if isinstance(x, tuple) and not hasattr(x, "_fields"):
             items = ", ".join(self.value(item) for item in x)
             return f"({items},)" if len(x) == 1 else f"({items})"
         if isinstance(x, list):
             return f"[{', '.join(self.value(item) for item in x)}]"
-        if isinstance(x, dict) and all(isinstance(key, (str, int)) for key in x):
+        if isinstance(x, dict) and all(type(key) in (str, int) for key in x):
             items = "{" + ", ".join(f"{key!r}: {self.value(item)}" for key, item in x.items()) + "}"
             if type(x) is dict:
                 return items
@@ -111,26 +129,46 @@ class _Printer:
         return None
 
     def callee(self, symbol: Symbol) -> str:
+        known = self.callee_names.get(id(symbol))
+        if known is not None:
+            return known
         if symbol.module:
+            root = symbol.module.split(".")[0]
+            if root in self.taken and symbol.module not in _MODULE_IMPORTS:  # a trace variable shadows it
+                import importlib
+
+                name = self.fresh_name("_module")
+                _, _, rest = symbol.call_name.partition(".")
+                self.constants[name] = importlib.import_module(root)
+                self.callee_names[id(symbol)] = f"{name}.{rest}" if rest else name
+                return self.callee_names[id(symbol)]
             self.need_module(symbol.module)
         elif symbol.fn is not None:
-            importable = _import_line(symbol.fn, symbol.name)
+            name = symbol.name
+            if name in self.taken or self.constants.get(name, symbol.fn) is not symbol.fn:
+                name = self.callee_names[id(symbol)] = self.fresh_name(f"_{safe_identifier(name)}_")
+            importable = _import_line(symbol.fn, name)
             if importable:
                 self.imports[importable] = None
             else:
-                self.constants[symbol.name] = symbol.fn
+                self.constants[name] = symbol.fn
+            return name
         return symbol.call_name
 
     def call(self, bound_symbol: BoundSymbol) -> str:
         arguments = [self.value(arg) for arg in bound_symbol.args]
-        arguments += [f"{key}={self.value(arg)}" for key, arg in bound_symbol.kwargs.items()]
+        keywords = {key: arg for key, arg in bound_symbol.kwargs.items() if _is_plain_name(key)}
+        arguments += [f"{key}={self.value(arg)}" for key, arg in keywords.items()]
+        if len(keywords) < len(bound_symbol.kwargs):  # a user's keyword that is no identifier: passed as data
+            others = {key: arg for key, arg in bound_symbol.kwargs.items() if key not in keywords}
+            arguments.append(f"**{self.value(others)}")
         call = f"{self.callee(bound_symbol.symbol)}({', '.join(arguments)})"
         target = self.target(bound_symbol.output)
         line = f"{target} = {call}" if target else call
         comments = [
             f"{p.name}: {p.type_comment()}"
             for p in bound_symbol.proxy_outputs()
-            if isinstance(p, TensorProxy)
+            if isinstance(p, (TensorProxy, NumberProxy))
         ]
         return f"{line}  # {'; '.join(comments)}" if comments else line
 
@@ -146,6 +184,10 @@ class _Printer:
                 for line in comments.bound_symbol(subsymbol)
             ]
         return lines
+
+
+def _is_plain_name(name: Any) -> bool:
+    return type(name) is str and name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
 
 
 def _import_line(fn: Any, name: str) -> str | None:
@@ -166,10 +208,18 @@ def value_to_python(x: Any) -> str:
     return _Printer().value(x)
 
 
+def _variable_names(trace: Trace) -> set[str]:
+    names = {arg.name for arg in trace.args}
+    for bound_symbol in trace.bound_symbols:
+        names.update(p.name for p in bound_symbol.proxy_outputs())
+    return names
+
+
 def _source_and_constants(trace: Trace) -> tuple[str, dict[str, Any]]:
-    printer = _Printer()
+    printer = _Printer(_variable_names(trace))
     printer.constants.update(trace.constants)
-    body = [f"# {arg.name}: {arg.type_comment()}" for arg in trace.args if isinstance(arg, TensorProxy)]
+    typed = (TensorProxy, NumberProxy)
+    body = [f"# {arg.name}: {arg.type_comment()}" for arg in trace.args if isinstance(arg, typed)]
     for bound_symbol in trace.bound_symbols:
         body += printer.bound_symbol(bound_symbol)
     if not any(line.startswith("return") for line in body):
@@ -195,14 +245,34 @@ def trace_to_python(trace: Trace) -> str:
 def compile_trace(trace: Trace) -> Callable:
     source, constants = _source_and_constants(trace)
     namespace: dict[str, Any] = dict(constants)
-    filename = f"thunder.{trace.name}_{id(trace):x}"
+    number = _free_numbers.pop() if _free_numbers else next(_numbers)
+    filename = f"thunder.{trace.name}_{number}"
     exec(compile(source, filename, "exec"), namespace)
-    _register_source_for_tracebacks(filename, source)
-    return namespace[trace.name]
+    function = namespace[trace.name]
+    _register_source_for_tracebacks(filename, source, function, number)
+    return function
 
 
-def _register_source_for_tracebacks(filename: str, source: str) -> None:
-    """Let tracebacks and debuggers show the generated lines (as they do for files)."""
+# Generated files are numbered, and a number is reused once its function is gone: CPython keeps
+# every distinct filename given to ``compile`` for good, so fresh names would grow without bound.
+_numbers = itertools.count()
+_free_numbers: list[int] = []
+
+
+def _release(filename: str, number: int) -> None:
+    import linecache
+
+    linecache.cache.pop(filename, None)
+    _free_numbers.append(number)
+
+
+def _register_source_for_tracebacks(filename: str, source: str, function: Callable, number: int) -> None:
+    """Let tracebacks and debuggers show the generated lines (as they do for files), while ``function`` lives.
+
+    linecache never drops an entry without a file, so the entry goes with the function: compiling
+    and dropping many functions must not grow memory.
+    """
     import linecache
 
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    weakref.finalize(function, _release, filename, number)

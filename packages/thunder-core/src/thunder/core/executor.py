@@ -33,7 +33,12 @@ __all__ = [
     "get_executor",
     "get_all_executors",
     "get_default_executors",
+    "set_default_executors",
     "resolve_executors",
+    "list_executors",
+    "executor_kind",
+    "ExecutorInfo",
+    "ExecutorListing",
     "ENTRY_POINT_GROUP",
     "to_torch_arguments",
 ]
@@ -65,6 +70,7 @@ class Implementation:
     operator: Symbol | None
     checker: Callable[..., bool]
     execution_transform: Callable[..., Any] | None
+    defers_to_fusion: bool = False  # a fusion executor earlier in the list takes the decomposition
 
 
 def to_torch_value(x: Any) -> Any:
@@ -121,11 +127,21 @@ class OperatorExecutor(Executor):
         *,
         checker: Callable[..., bool] = _always,
         execution_transform: Callable[..., Any] | None = None,
+        defers_to_fusion: bool = False,
     ) -> None:
-        """Claim ``symbol``: run it as ``operator`` (same arguments) or as what ``execution_transform`` traces."""
+        """Claim ``symbol``: run it as ``operator`` (same arguments) or as what ``execution_transform`` traces.
+
+        ``defers_to_fusion``: when a fusion executor listed before this one can fuse part of the
+        symbol's decomposition, leave the symbol decomposed for it (the operator is a convenience,
+        not faster than fusing, e.g. a layer norm made of elementwise work and reductions).
+        """
         if (operator is None) == (execution_transform is None):
             raise ValueError("give exactly one of an operator and an execution_transform")
-        self.implementations[symbol.id] = Implementation(operator, checker, execution_transform)
+        self.implementations[symbol.id] = Implementation(operator, checker, execution_transform, defers_to_fusion)
+
+    def defers_to_fusion(self, bound_symbol: BoundSymbol) -> bool:
+        implementation = self.implementations.get(bound_symbol.symbol.id)
+        return implementation is not None and implementation.defers_to_fusion
 
     def can_execute(self, bound_symbol: BoundSymbol) -> bool:
         if bound_symbol.symbol.executor is self:
@@ -183,6 +199,14 @@ class FusionExecutor(Executor):
             return True  # a decomposition that records nothing returns its input: nothing to run
         return bool(bound_symbol.subsymbols) and all(self.can_execute(s) for s in bound_symbol.subsymbols)
 
+    def can_join(self, region: Sequence[BoundSymbol], bound_symbol: BoundSymbol) -> bool:
+        """Whether ``bound_symbol`` may join ``region`` (the symbols already in it); yes by default.
+
+        The core already keeps regions acyclic; this is for a backend's own limits (nvFuser: one
+        tensor reduced over different axes in one fusion). A refused symbol tries another region.
+        """
+        return True
+
     def fuse(
         self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None
     ) -> BoundSymbol:
@@ -195,11 +219,20 @@ class FusionExecutor(Executor):
 
 _registry: dict[str, Executor] = {}
 _entry_points_loaded = False
-_default_names: list[str] = ["torch"]
+# Entry points that failed to load: name -> why (listed as unavailable instead of breaking thunder).
+_broken_entry_points: dict[str, str] = {}
+# Set by ``set_default_executors``; None: chosen by device and what is installed (``get_default_executors``).
+_default_names: list[str] | None = None
+# The automatic defaults: on a machine with a CUDA device, the first available fusion executor of
+# DEFAULT_FUSION_PREFERENCE; then the available executors of DEFAULT_OPERATOR_EXECUTORS, in order
+# (library executors such as attention go before "torch", which runs everything).
+DEFAULT_FUSION_PREFERENCE: tuple[str, ...] = ("nvfuser", "triton")
+DEFAULT_OPERATOR_EXECUTORS: list[str] = ["torch"]
 
 
 def register_executor(executor: Executor) -> Executor:
     _registry[executor.name] = executor
+    _broken_entry_points.pop(executor.name, None)
     return executor
 
 
@@ -215,42 +248,194 @@ def _load_entry_points() -> None:
             loaded = entry_point.load()
             executor = loaded() if not isinstance(loaded, Executor) and callable(loaded) else loaded
         except Exception as error:  # a broken plugin must not break thunder: say so and go on
-            log.warning(
-                "thunder: could not load executor %r from %s: %s", entry_point.name, entry_point.value, error
-            )
+            reason = f"its entry point {entry_point.value} failed to load: {type(error).__name__}: {error}"
+            log.warning("thunder: executor %r: %s", entry_point.name, reason)
+            _broken_entry_points[entry_point.name] = reason
             continue
         if isinstance(executor, Executor):
             register_executor(executor)
+        else:
+            _broken_entry_points[entry_point.name] = (
+                f"its entry point {entry_point.value} gave {type(executor).__name__}, not an Executor"
+            )
 
 
 def get_all_executors() -> list[Executor]:
+    """Every registered executor (built-in and entry-point plugins), available here or not."""
     _load_entry_points()
     return list(_registry.values())
 
 
+def executor_kind(executor: Executor) -> str:
+    """``"fusion"``, ``"operator"``, or ``"other"`` for an executor of neither protocol."""
+    if isinstance(executor, FusionExecutor):
+        return "fusion"
+    return "operator" if isinstance(executor, OperatorExecutor) else "other"
+
+
+def _availability(executor: Executor) -> tuple[bool, str]:
+    try:
+        available, reason = executor.is_available()
+    except Exception as error:  # a plugin's check that raises is a reason, not a crash
+        return False, f"is_available() raised {type(error).__name__}: {error}"
+    return bool(available), reason
+
+
+@dataclass(frozen=True)
+class ExecutorInfo:
+    """One row of ``list_executors``: what an executor is and whether it can run here."""
+
+    name: str
+    kind: str  # "fusion", "operator", "other", or "broken" for a plugin that failed to load
+    available: bool
+    reason: str  # why it is unavailable; empty when available
+    version: str | None
+    default: bool  # whether ``thunder.jit`` uses it without being asked
+
+    def __str__(self) -> str:
+        status = "available" if self.available else f"unavailable: {self.reason}"
+        default = ", default" if self.default else ""
+        return f"{self.name} ({self.kind}{default}): {status}"
+
+
+class ExecutorListing(list):
+    """A list of ``ExecutorInfo`` that prints as a table."""
+
+    def __str__(self) -> str:
+        rows = [("name", "kind", "version", "default", "available", "why not")]
+        for info in self:
+            yes_no = "yes" if info.available else "no"
+            rows.append(
+                (info.name, info.kind, info.version or "", "yes" if info.default else "", yes_no, info.reason)
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+        lines = [
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] for row in rows
+        ]
+        return "\n".join(line.rstrip() for line in lines)
+
+    __repr__ = __str__
+
+
+def list_executors() -> ExecutorListing:
+    """Every executor thunder knows here: built-in ones and installed plugins, with why one is unavailable.
+
+    Returns:
+        One ``ExecutorInfo`` per executor (name, kind, availability and the reason, version, whether
+        it is a default), printing as a table. Entry-point plugins that failed to load are listed as
+        kind ``"broken"`` with the error.
+
+    Example::
+
+        print(thunder.list_executors())
+        # name     kind      version  default  available  why not
+        # torch    operator  2.13.0   yes      yes
+        # nvfuser  fusion                      no         nvFuser is not installed (...)
+    """
+    defaults = {executor.name for executor in get_default_executors()}
+    listing = ExecutorListing()
+    for executor in get_all_executors():
+        available, reason = _availability(executor)
+        kind = executor_kind(executor)
+        listing.append(
+            ExecutorInfo(executor.name, kind, available, reason, executor.version, executor.name in defaults)
+        )
+    for name, reason in _broken_entry_points.items():
+        listing.append(ExecutorInfo(name, "broken", False, reason, None, False))
+    return listing
+
+
+def _available_names() -> str:
+    names = [info.name for info in list_executors() if info.available]
+    return ", ".join(names) or "none"
+
+
 def get_executor(name: str) -> Executor:
+    """The registered executor called ``name``; a ValueError lists the known ones otherwise."""
     _load_entry_points()
     try:
         return _registry[name]
     except KeyError:
+        if name in _broken_entry_points:
+            raise ValueError(f"executor {name!r} could not be loaded: {_broken_entry_points[name]}") from None
         known = ", ".join(sorted(_registry)) or "none"
-        raise ValueError(f"no executor named {name!r} is registered (known: {known})") from None
+        raise ValueError(
+            f"no executor named {name!r} is registered (known: {known}; available here: {_available_names()}). "
+            f"Third-party executors register through the {ENTRY_POINT_GROUP!r} entry-point group."
+        ) from None
+
+
+def set_default_executors(executors: Sequence[str | Executor] | None) -> None:
+    """Replace the automatic defaults by these executors (names or objects); ``None`` restores them."""
+    global _default_names
+    if executors is None:
+        _default_names = None
+        return
+    chosen = [e if isinstance(e, Executor) else get_executor(e) for e in executors]
+    for executor in chosen:
+        register_executor(executor)
+    _default_names = [executor.name for executor in chosen]
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def get_default_executors() -> list[Executor]:
-    """The executors used after the user's own: those of ``_default_names`` that are registered."""
+    """The executors ``thunder.jit`` uses when given none, chosen by device and what is installed.
+
+    On a machine with a CUDA device: the first available fusion executor of
+    ``DEFAULT_FUSION_PREFERENCE`` (nvFuser, else Triton); then, everywhere, the available executors
+    of ``DEFAULT_OPERATOR_EXECUTORS`` (torch). On a CPU-only machine that is torch alone.
+    ``set_default_executors`` overrides the choice.
+    """
     _load_entry_points()
-    return [_registry[name] for name in _default_names if name in _registry]
+    if _default_names is not None:
+        return [_registry[name] for name in _default_names if name in _registry]
+    chosen: list[Executor] = []
+    if _cuda_available():
+        for name in DEFAULT_FUSION_PREFERENCE:
+            executor = _registry.get(name)
+            if executor is not None and _availability(executor)[0]:
+                chosen.append(executor)
+                break
+    for name in DEFAULT_OPERATOR_EXECUTORS:
+        executor = _registry.get(name)
+        if executor is not None and _availability(executor)[0]:
+            chosen.append(executor)
+    return chosen
 
 
 def resolve_executors(executors: Sequence[str | Executor] | None) -> list[Executor]:
-    """The user's executors in priority order, then the defaults they did not name."""
-    chosen = [get_executor(e) if isinstance(e, str) else e for e in (executors or [])]
-    for executor in get_default_executors():
+    """The executors a compile uses: the user's in priority order, then defaults.
+
+    Each default operator executor the user did not name follows theirs (so that everything can
+    run); the default fusion executor follows only when the user named no fusion executor of their
+    own. Unknown names raise ValueError, unavailable executors RuntimeError, each listing the
+    executors available here.
+    """
+    if isinstance(executors, (str, Executor)):
+        executors = [executors]
+    chosen: list[Executor] = []
+    for item in executors or []:
+        if isinstance(item, str):
+            executor = get_executor(item)
+        elif isinstance(item, Executor):
+            executor = item
+        else:
+            raise TypeError(f"executors are given by name or as Executor objects, not {type(item).__name__}")
+        available, reason = _availability(executor)
+        if not available:
+            raise RuntimeError(
+                f"executor {executor.name!r} is not available here: {reason} (available: {_available_names()})"
+            )
         if executor not in chosen:
             chosen.append(executor)
-    for executor in chosen:
-        available, reason = executor.is_available()
-        if not available:
-            raise RuntimeError(f"executor {executor.name!r} is not available here: {reason}")
+    user_fuses = any(isinstance(executor, FusionExecutor) for executor in chosen)
+    for executor in get_default_executors():
+        if executor in chosen or (user_fuses and isinstance(executor, FusionExecutor)):
+            continue
+        chosen.append(executor)
     return chosen

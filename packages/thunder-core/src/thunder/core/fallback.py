@@ -207,9 +207,6 @@ def _evaluate(fn: Callable, args: tuple, kwargs: dict) -> tuple[Any, bool]:
 
 
 def _to_proxies(fn: Callable, output: Any, device: devices.Device | None) -> Any:
-    if isinstance(output, tuple) and type(output) is not tuple:  # torch.return_types: a plain tuple
-        output = tuple(output)
-
     def convert(x: Any) -> Any:
         if isinstance(x, torch.Tensor):
             where = device if x.device.type == "meta" and device is not None else x.device

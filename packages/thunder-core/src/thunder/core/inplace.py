@@ -463,7 +463,13 @@ def finish(trace: Trace, output: Any) -> Any:
     if mutations is None:
         return output
     output = mutations.resolve(output)
+    returned_inputs: dict[int, TensorProxy] = {}
     for destination, value in mutations.mutated_inputs():
         # recorded directly: calling the symbol would replace ``destination`` by its current value
         trace.record(BoundSymbol(copy_symbol(), (destination, value), {}, None, (), grad_enabled=False))
-    return output
+        if not (torch.is_grad_enabled() and (value.requires_grad or destination.requires_grad)):
+            returned_inputs[id(value)] = destination
+    # An input updated in place and returned is returned itself, as in eager mode: the same object
+    # (later writes to it reach the caller's tensor), with its own requires_grad. With gradients the
+    # value is returned, since the copy into the input is not recorded by autograd.
+    return tree_map(lambda x: returned_inputs.get(id(x), x) if isinstance(x, TensorProxy) else x, output)

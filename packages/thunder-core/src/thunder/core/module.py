@@ -54,5 +54,19 @@ class ThunderModule(torch.nn.Module):
 
     @contextlib.contextmanager
     def no_sync(self) -> Iterator[None]:
-        """Disable gradient synchronization under data parallelism; without it, this has no effect."""
-        yield
+        """Disable gradient synchronization under data parallelism; without it, this has no effect.
+
+        Backward calls inside run the backward trace without collectives, so gradients accumulate
+        locally; on exit the accumulated gradients are synchronized (``thunder.distributed.ddp``:
+        averaged over the processes). Use it around each group of accumulation steps.
+        """
+        from thunder.core.compile_transform import compile_transforms, skip_grad_sync
+        from thunder.core.pipeline import compile_data
+
+        transforms = compile_transforms(compile_data(self).transforms)
+        for transform in transforms:
+            transform.enter_no_sync(self._model)
+        with skip_grad_sync():
+            yield
+        for transform in transforms:
+            transform.exit_no_sync(self._model)

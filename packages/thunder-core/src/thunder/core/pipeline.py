@@ -8,7 +8,9 @@ compiled, and a new entry is added.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +19,13 @@ from typing import Any, Protocol
 import torch
 
 from thunder.core.autograd_function import differentiable_callable
+from thunder.core.compile_transform import (
+    MODULE_ATTRIBUTE,
+    backward_choosing_sync,
+    compile_transforms,
+    trace_transforms,
+)
+from thunder.core.diagnostics import instrumented_compile
 from thunder.core.executor import Executor, resolve_executors
 from thunder.core.prologue import GuardFailure
 from thunder.core.proxies import TensorProxy
@@ -40,7 +49,12 @@ __all__ = [
     "compile_stats",
 ]
 
-CACHE_OPTIONS = ("constant values", "no caching")
+CACHE_OPTIONS = ("constant values", "symbolic values", "no caching")
+# Cache entries kept per jitted function; the least recently used is evicted past it (README.md).
+DEFAULT_CACHE_SIZE = 32
+# Compiles never overlap: the frontend, transforms and executors keep state of their own. Reentrant,
+# because tracing one jitted function may call (and so compile) another.
+_compile_lock = threading.RLock()
 
 
 @dataclass
@@ -68,6 +82,7 @@ class CompileData:
     options: dict[str, Any] = field(default_factory=dict)
     used_options: set[str] = field(default_factory=set)
     pair_last_traces: bool = False  # thunder.compile's last_traces: [forward traces, backward traces]
+    cache_size: int | None = DEFAULT_CACHE_SIZE  # entries kept (least recently used evicted); None: all
 
 
 @dataclass
@@ -87,6 +102,7 @@ class CompileStats:
 
     cache_hits: int = 0
     cache_misses: int = 0
+    cache_evictions: int = 0  # entries dropped because the cache held ``cache_size`` entries
     last_traces: list[Trace] = field(default_factory=list)
     last_prologue_traces: list[Trace] = field(default_factory=list)
     last_backward_traces: list[Trace] = field(default_factory=list)
@@ -128,7 +144,7 @@ def compile_with_autograd(
 ) -> tuple[Callable, list[Trace], list[Trace]]:
     """Split ``computation`` into forward and backward, compile both, and pair them for torch autograd."""
     traces = [computation]
-    for user_transform in compile_data.transforms:
+    for user_transform in trace_transforms(compile_data.transforms):
         traces.append(user_transform(traces[-1]))
     start = time.perf_counter()
     split = split_forward_backward(traces[-1])
@@ -136,12 +152,14 @@ def compile_with_autograd(
     start = time.perf_counter()
     split = rematerialize(split)
     stats.last_stage_seconds["rematerialization"] = time.perf_counter() - start
+    unsynchronized = split
+    for transform in compile_transforms(compile_data.transforms):  # data parallelism (thunder.distributed)
+        split = transform.transform_split(split)
     stats.last_saved_for_backward_bytes = saved_bytes(split.saved)
     forward_traces = traces + compile_computation(split.forward, compile_data, stats, stage_prefix="forward ")
     backward_traces = compile_computation(split.backward, compile_data, stats, stage_prefix="backward ")
-    run = differentiable_callable(
-        forward_traces[-1].python_callable(), backward_traces[-1].python_callable(), split.cotangent_outputs
-    )
+    backward = _backward_callable(backward_traces[-1], unsynchronized, compile_data)
+    run = differentiable_callable(forward_traces[-1].python_callable(), backward, split.cotangent_outputs)
     return run, forward_traces, backward_traces
 
 
@@ -151,12 +169,24 @@ class JittedFunction:
     def __init__(self, compile_data: CompileData):
         self._compile_data = compile_data
         self._compile_stats = CompileStats()
-        self._cache: list[CacheEntry] = []
+        self._cache: list[CacheEntry] = []  # least recently used first
         self._last_entry: CacheEntry | None = None
+        self._lock = threading.Lock()  # guards the cache list and the counters; never held while calling out
         functools.update_wrapper(self, compile_data.fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        for entry in reversed(self._cache):
+        found = self._lookup(args, kwargs)
+        if found is None:
+            with _compile_lock:
+                found = self._lookup(args, kwargs)  # another thread may have compiled it meanwhile
+                if found is None:
+                    found = self._compile_and_fetch(args, kwargs)
+        entry, inputs = found
+        return entry.computation(*inputs)
+
+    def _lookup(self, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any] | None:
+        """The newest entry whose prologue accepts the call, and the inputs it fetched."""
+        for entry in reversed(tuple(self._cache)):  # a snapshot: other threads may change the cache
             if entry.grad_mode is not None and entry.grad_mode is not torch.is_grad_enabled():
                 continue
             try:
@@ -165,10 +195,17 @@ class JittedFunction:
                 continue
             except Exception:  # a value the prologue fetches is gone (a shorter list, a deleted global)
                 continue
-            self._compile_stats.cache_hits += 1
-            if entry is not self._last_entry:  # last_traces & co. describe the entry that ran last
-                self._show(entry)
-            return entry.computation(*inputs)
+            with self._lock:
+                self._compile_stats.cache_hits += 1
+                if self._cache and self._cache[-1] is not entry and entry in self._cache:
+                    self._cache.remove(entry)  # most recently used goes last
+                    self._cache.append(entry)
+                if entry is not self._last_entry:  # last_traces & co. describe the entry that ran last
+                    self._show(entry)
+            return entry, inputs
+        return None
+
+    def _compile_and_fetch(self, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any]:
         entry = self._compile(args, kwargs)
         try:
             inputs = entry.prologue(*args, **kwargs)
@@ -177,13 +214,23 @@ class JittedFunction:
             # first call): the program's state is now another one, so trace it again, once.
             entry = self._compile(args, kwargs)
             inputs = entry.prologue(*args, **kwargs)
-        return entry.computation(*inputs)
+        return entry, inputs
 
+    def _add(self, entry: CacheEntry) -> None:
+        """Cache a finished entry (only finished ones: an interrupted compile leaves nothing behind)."""
+        limit = self._compile_data.cache_size
+        with self._lock:
+            self._cache.append(entry)
+            while limit is not None and len(self._cache) > limit:
+                self._cache.pop(0)
+                self._compile_stats.cache_evictions += 1
+
+    @instrumented_compile  # progress line, save_traces, hints on errors (core/diagnostics)
     def _compile(self, args: tuple, kwargs: dict) -> CacheEntry:
         data, stats = self._compile_data, self._compile_stats
         stats.cache_misses += 1
         start = time.perf_counter()
-        result = data.frontend(data.fn, args, kwargs, data)
+        result = _run_frontend(data, args, kwargs)
         stats.last_stage_seconds = {"frontend": time.perf_counter() - start}
         grad_mode = _grad_mode_dependence(result.computation)
         stats.last_saved_for_backward_bytes = None
@@ -206,7 +253,7 @@ class JittedFunction:
         self._show(entry)
         stats.last_interpreted_instructions = result.instructions
         if data.cache_option != "no caching":
-            self._cache.append(entry)
+            self._add(entry)
         return entry
 
 
@@ -216,6 +263,31 @@ class JittedFunction:
         stats.last_backward_traces = entry.backward_traces
         stats.last_prologue_traces = entry.prologue_traces
         self._last_entry = entry
+
+
+def _backward_callable(backward: Trace, unsynchronized: Any, compile_data: CompileData) -> Callable:
+    """The compiled backward; under ``no_sync()`` the compile transforms' backward without collectives."""
+    for transform in compile_transforms(compile_data.transforms):
+        no_sync = transform.no_sync_backward(unsynchronized)
+        if no_sync is not None:
+            # compiled now, not on first use: backwards run outside the compile lock, in other threads
+            traces = compile_computation(no_sync, compile_data, CompileStats(), stage_prefix="no_sync ")
+            return backward_choosing_sync(backward.python_callable(), traces[-1].python_callable())
+    return backward.python_callable()
+
+
+def _run_frontend(data: CompileData, args: tuple, kwargs: dict) -> FrontendResult:
+    """The frontend's traces, with the compile transforms' changes to them (thunder.distributed)."""
+    transforms = compile_transforms(data.transforms)
+    with contextlib.ExitStack() as stack:
+        for transform in transforms:
+            stack.enter_context(transform.tracing())
+        result = data.frontend(data.fn, args, kwargs, data)
+        for transform in transforms:
+            result.prologue, result.computation = transform.transform_traced(
+                result.prologue, result.computation, args, kwargs
+            )
+    return result
 
 
 def _grad_mode_dependence(computation: Trace) -> bool | None:
@@ -232,18 +304,26 @@ def jit(
     executors: Sequence[str | Executor] | None = None,
     cache: str = "constant values",
     transforms: Sequence[Callable[[Trace], Trace]] = (),
+    cache_size: int | None = DEFAULT_CACHE_SIZE,
     **options: Any,
 ) -> JittedFunction:
     """Compile ``fn`` with ``frontend``; see ``thunder.jit`` for the user-facing description."""
     if cache not in CACHE_OPTIONS:
         raise ValueError(f"unknown cache option {cache!r}; choose one of {CACHE_OPTIONS}")
+    if cache_size is not None and (type(cache_size) is not int or cache_size < 1):
+        raise ValueError(f"cache_size must be a positive int or None (no bound), not {cache_size!r}")
+    from thunder.distributed.wrappers import reject_torch_wrappers  # lazily: torch.distributed is big
+
+    reject_torch_wrappers(fn)
     data = CompileData(
         fn=fn,
         frontend=frontend,
         executors=resolve_executors(executors),
         cache_option=cache,
-        transforms=list(transforms),
+        # a module prepared by thunder.distributed carries its compile transforms (core/compile_transform.py)
+        transforms=[*transforms, *getattr(fn, MODULE_ATTRIBUTE, ())],
         options=dict(options),
+        cache_size=cache_size,
     )
     return JittedFunction(data)
 
@@ -256,8 +336,14 @@ def _jitted(fn: Any) -> JittedFunction:
 
 
 def compile_data(fn: Any) -> CompileData:
+    """What ``fn`` (a function or module from ``thunder.jit``) was compiled with: the original callable,
+    executors, cache option, transforms and options (``options``; ``used_options`` says which the
+    compile read)."""
     return _jitted(fn)._compile_data
 
 
 def compile_stats(fn: Any) -> CompileStats:
+    """Counters and traces of ``fn`` (a function or module from ``thunder.jit``): ``cache_hits``,
+    ``cache_misses``, the traces of the last compile, ``last_saved_for_backward_bytes``, and
+    ``last_stage_seconds``, the seconds each stage of the last compile took."""
     return _jitted(fn)._compile_stats

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from thunder.core import dtypes
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.sources import Source
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
@@ -38,7 +38,9 @@ def check_tensor(t: Any, shape: tuple, device: torch.device, dtype: torch.dtype,
 
 
 def check_value(value: Any, expected: Any) -> None:
-    if type(value) is not type(expected) or value != expected:
+    if type(value) is not type(expected):
+        raise GuardFailure
+    if value != expected and not (value != value and expected != expected):  # NaN: the value traced for
         raise GuardFailure
 
 
@@ -85,6 +87,17 @@ CHECK_IDENTITY = Symbol(name="check_identity", id="prologue.check_identity", met
                         printer=_print_check_identity, fn=check_identity)  # fmt: skip
 
 
+def _print_check_type(bound_symbol: BoundSymbol) -> list[str]:
+    # Spelled out, as check_tensor: the value is not checked, only that it still is an int (float).
+    proxy, type_name = bound_symbol.args
+    return [f"if type({proxy.name}) is not {type_name}: raise GuardFailure"]
+
+
+CHECK_TYPE = Symbol(
+    name="check_type", id="prologue.check_type", meta=lambda *args: None, printer=_print_check_type
+)
+
+
 def _finite(value: Any) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
@@ -104,8 +117,12 @@ class PrologueBuilder:
             Tensor=torch.Tensor,
             GuardFailure=GuardFailure,
         )
+        # a proxy named ``Tensor`` (a user's parameter) would shadow the prologue's own names
+        computation.names.update(self.prologue.constants)
         self._tensors: dict[int, tuple[Any, TensorProxy]] = {}
+        self._numbers: dict[str, NumberProxy] = {}  # by the expression that fetches them
         self._guarded: set[str] = set()
+        self._finished = False
 
     def _constant_name(self, obj: Any) -> str:
         for name, value in self.prologue.constants.items():
@@ -148,7 +165,43 @@ class PrologueBuilder:
         # Numbers, strings and None are spelled as literals; dtypes and devices are bound by name.
         literal = type(value) in (bool, int, float, str, type(None)) and _finite(value)
         expected = repr(value) if literal else self._constant_name(value)
-        self.prologue.record(BoundSymbol(CHECK_VALUE, (expression, expected)))
+        self._record(BoundSymbol(CHECK_VALUE, (expression, expected)))
+
+    def add_number(self, value: int | float, source: Source, name: str | None = None) -> NumberProxy:
+        """The computation input standing for a Python number (``cache="symbolic values"``).
+
+        The prologue fetches it and checks only its type. Once the traced program needs its value
+        (a branch, a shape), the proxy is specialized and the prologue checks the value as well.
+        """
+        expression = source.expression(self._constant_name)
+        known = self._numbers.get(expression)
+        if known is not None:
+            return known
+        with tracectx(self.computation):
+            proxy = NumberProxy(value, name=name)
+        self._numbers[expression] = proxy
+        self.computation.args.append(proxy)
+        with tracectx(self.prologue):
+            self.prologue.names.add(proxy.name)
+            self.prologue.record(BoundSymbol(UNPACK, (expression,), {}, proxy))
+            self.prologue.record(BoundSymbol(CHECK_TYPE, (proxy, type(value).__name__)))
+        proxy.on_specialize = lambda: self._specialize(value, source)
+        return proxy
+
+    def _specialize(self, value: Any, source: Source) -> None:
+        if self.prologue._python_callable is not None:
+            raise RuntimeError(
+                f"the value of {source.describe()} became a constant of the trace after its prologue was "
+                "compiled; thunder cannot guard it any more (use cache='constant values')"
+            )
+        self.add_value_guard(value, source)
+
+    def _record(self, bound_symbol: BoundSymbol) -> None:
+        # A transform (autograd) may specialize a number after finish(): its check goes before the return.
+        if self._finished:
+            self.prologue.bound_symbols.insert(len(self.prologue.bound_symbols) - 1, bound_symbol)
+        else:
+            self.prologue.record(bound_symbol)
 
     def add_identity_guard(self, value: Any, source: Source) -> None:
         """Specialize on an object itself: the prologue checks it is the same object on later calls."""
@@ -156,9 +209,10 @@ class PrologueBuilder:
         if expression in self._guarded:
             return
         self._guarded.add(expression)
-        self.prologue.record(BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value))))
+        self._record(BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value))))
 
     def finish(self) -> Trace:
         self.prologue.record(BoundSymbol(RETURN, (list(self.computation.args),)))
+        self._finished = True
         self.prologue.header = "Prologue: fetches and checks the computation's inputs"
         return self.prologue

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from thunder.core import dtypes
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import TensorProxy, pyval
 
 __all__ = [
     "PromotionKind",
@@ -43,6 +43,7 @@ def promote_dtypes(a: dtypes.dtype, b: dtypes.dtype) -> dtypes.dtype:
 
 
 def _scalar_dtype(x: Any) -> dtypes.dtype:
+    x = pyval(x)  # a number proxy promotes as its type, which the prologue checks
     if isinstance(x, bool):
         return dtypes.bool8
     if isinstance(x, int):

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
+import numbers
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -19,7 +22,7 @@ import torch
 from thunder.core import devices, dtypes
 from thunder.core.trace import get_tracectx
 
-__all__ = ["Proxy", "TensorProxy", "register_tensor_method", "tensor_method"]
+__all__ = ["Proxy", "TensorProxy", "NumberProxy", "pyval", "register_tensor_method", "tensor_method"]
 
 
 class Proxy:
@@ -228,3 +231,149 @@ _INPLACE_OPERATORS = {
 }  # fmt: skip
 for _name, _method_name in _INPLACE_OPERATORS.items():
     setattr(TensorProxy, f"__{_name}__", _inplace_operator(_method_name))
+
+
+class NumberProxy(Proxy):
+    """A Python ``int`` or ``float`` that is an input of the trace (``cache="symbolic values"``).
+
+    It knows the value it had when the program was traced (``value``) and stands for whatever value
+    later calls pass: arithmetic on it is recorded (``thunder.core.python_ops``) and it can be an
+    operand of elementwise tensor ops. Anything that needs the value itself (a branch, a shape, an
+    index, ``int()``, a comparison, hashing) *specializes* it: the value is returned and the prologue
+    checks that every input it derives from keeps its value, so a cached trace never runs with a
+    value that would have traced differently.
+    """
+
+    __slots__ = ("value", "roots", "on_specialize")
+
+    def __init__(self, value: int | float, name: str | None = None, *, roots: tuple = ()):
+        super().__init__(name, prefix=_NUMBER_PREFIXES.get(type(value), "n"))
+        self.value = value
+        # the trace inputs this number is computed from; an input is its own root
+        self.roots: tuple[NumberProxy, ...] = roots or (self,)
+        # set on inputs by the prologue builder: makes the prologue check the value from now on
+        self.on_specialize: Callable[[], None] | None = None
+
+    @property
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def type_comment(self) -> str:
+        return f'"{type(self.value).__name__} {self.value!r}"'
+
+    def __repr__(self) -> str:  # the user's program may print it: as the number, which is then guarded
+        return repr(self.specialize())
+
+    def describe(self) -> str:
+        return f"<NumberProxy {self.name}: {self.type_comment()}>"
+
+    def specialize(self) -> int | float:
+        """The value, from now on guarded: every input this number derives from is checked by value."""
+        for root in self.roots:
+            if root.on_specialize is not None:
+                on_specialize, root.on_specialize = root.on_specialize, None
+                on_specialize()
+        return self.value
+
+    # Python reads the value: specialize
+    def __bool__(self) -> bool:
+        return bool(self.specialize())
+
+    def __int__(self) -> int:
+        return int(self.specialize())
+
+    def __index__(self) -> int:
+        value: Any = self.specialize()  # a float raises TypeError, as it does in Python
+        return operator.index(value)
+
+    def __float__(self) -> float:
+        return float(self.specialize())
+
+    def __complex__(self) -> complex:
+        return complex(self.specialize())
+
+    def __hash__(self) -> int:
+        return hash(self.specialize())
+
+    def __str__(self) -> str:
+        return str(self.specialize())
+
+    def __format__(self, spec: str) -> str:
+        return format(self.specialize(), spec)
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        return round(self.specialize(), ndigits)
+
+    def __trunc__(self) -> int:
+        return math.trunc(self.specialize())
+
+    def __floor__(self) -> int:
+        return math.floor(self.specialize())
+
+    def __ceil__(self) -> int:
+        return math.ceil(self.specialize())
+
+
+_NUMBER_PREFIXES = {int: "i", float: "f", bool: "b", complex: "c"}
+
+
+def pyval(x: Any) -> Any:
+    """The value of a number proxy as it was traced, without specializing it; anything else unchanged.
+
+    Only for decisions that depend on the number's *type* (promotion, the dtype of ``full``), which
+    the prologue checks anyway.
+    """
+    return x.value if isinstance(x, NumberProxy) else x
+
+
+def _comparison(name: str) -> Callable:
+    compare = getattr(operator, name)
+    return lambda self, other: compare(self.specialize(), _specialized(other))
+
+
+def _specialized(x: Any) -> Any:
+    return x.specialize() if isinstance(x, NumberProxy) else x
+
+
+def _arithmetic(name: str, reflected: bool = False) -> Callable:
+    def method(self: NumberProxy, other: Any) -> Any:
+        from thunder.core import python_ops  # records into the trace; imports symbols
+
+        if not isinstance(other, NumberProxy) and type(other) not in (int, float, bool):
+            return NotImplemented  # a tensor proxy's reflected operator takes over
+        return python_ops.binary(name, other, self) if reflected else python_ops.binary(name, self, other)
+
+    return method
+
+
+def _unary_number(name: str) -> Callable:
+    def method(self: NumberProxy) -> Any:
+        from thunder.core import python_ops
+
+        return python_ops.unary(name, self)
+
+    return method
+
+
+def _divmod(reflected: bool = False) -> Callable:
+    floordiv, mod = _arithmetic("floordiv", reflected), _arithmetic("mod", reflected)
+
+    def method(self: NumberProxy, other: Any) -> Any:
+        quotient = floordiv(self, other)
+        return NotImplemented if quotient is NotImplemented else (quotient, mod(self, other))
+
+    return method
+
+
+_ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow")
+_BITWISE = ("lshift", "rshift", "and", "or", "xor")
+for _name in _ARITHMETIC + _BITWISE:
+    setattr(NumberProxy, f"__{_name}__", _arithmetic(_name))
+    setattr(NumberProxy, f"__r{_name}__", _arithmetic(_name, reflected=True))
+setattr(NumberProxy, "__divmod__", _divmod())  # noqa: B010 -- set like the operators above
+setattr(NumberProxy, "__rdivmod__", _divmod(reflected=True))  # noqa: B010
+for _name in ("neg", "pos", "abs", "invert"):
+    setattr(NumberProxy, f"__{_name}__", _unary_number(_name))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(NumberProxy, f"__{_name}__", _comparison(_name))
+numbers.Number.register(NumberProxy)  # prims take "a tensor or a number"

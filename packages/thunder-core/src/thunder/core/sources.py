@@ -8,6 +8,7 @@ of values that already have a source. The prologue replays the source as Python 
 
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ __all__ = [
     "ConstantSource",
     "LengthSource",
     "KeysSource",
+    "CallSource",
 ]
 
 
@@ -90,7 +92,9 @@ class AttributeSource(Source):
 
     def expression(self, constant_name: Any) -> str:
         base = self.base.expression(constant_name)
-        return f"{base}.{self.name}" if self.name.isidentifier() else f"getattr({base}, {self.name!r})"
+        # a keyword or a non-ASCII name (Python reads ``obj.ﬁ`` as ``obj.fi``) is fetched with getattr
+        plain = self.name.isascii() and self.name.isidentifier() and not keyword.iskeyword(self.name)
+        return f"{base}.{self.name}" if plain else f"getattr({base}, {self.name!r})"
 
     def describe(self) -> str:
         return f"{self.base.describe()}.{self.name}"
@@ -102,7 +106,9 @@ class ItemSource(Source):
     key: Any  # an int, str or other constant usable as a literal
 
     def expression(self, constant_name: Any) -> str:
-        return f"{self.base.expression(constant_name)}[{self.key!r}]"
+        # only an int's or a str's repr is known to be a literal; any other key is bound by name
+        key = repr(self.key) if type(self.key) in (int, str) else constant_name(self.key)
+        return f"{self.base.expression(constant_name)}[{key}]"
 
     def describe(self) -> str:
         return f"{self.base.describe()}[{self.key!r}]"
@@ -146,3 +152,13 @@ class KeysSource(Source):
 
     def describe(self) -> str:
         return f"the keys of {self.base.describe()}"
+
+
+@dataclass(frozen=True, eq=False)
+class CallSource(Source):
+    """The call's positional arguments (``args``) or keyword arguments (``kwargs``) as a whole."""
+
+    name: str  # "args" or "kwargs"
+
+    def expression(self, constant_name: Any) -> str:
+        return self.name

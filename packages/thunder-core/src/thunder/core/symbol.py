@@ -55,6 +55,8 @@ class Symbol:
             raise RuntimeError(f"{self.id} records into a trace and can only be called while tracing")
         if trace.tensor_adopter is not None:
             args, kwargs = tree_map(_adopter(trace.tensor_adopter), (args, kwargs))
+        if not accepts_number_proxies(self):  # shapes, dims, flags: the values themselves, guarded
+            args, kwargs = specialize_numbers((args, kwargs))
         user_arguments = (args, kwargs)
         if trace.mutations is not None:  # in-place ops happened: read the current values (core/inplace.py)
             args, kwargs = trace.mutations.resolve(user_arguments)
@@ -80,6 +82,18 @@ class Symbol:
 
     def __repr__(self) -> str:
         return f"<Symbol {self.id}>"
+
+
+def accepts_number_proxies(symbol: Symbol) -> bool:
+    from thunder.core import python_ops
+
+    return python_ops.accepts_number_proxies(symbol)
+
+
+def specialize_numbers(x: Any) -> Any:
+    from thunder.core import python_ops
+
+    return python_ops.specialize_numbers(x)
 
 
 def _adopter(adopt: Callable[[Any], Proxy]) -> Callable[[Any], Any]:

@@ -7,6 +7,8 @@ set its ``header`` to say what made it, so that every step of a compile stays pr
 
 from __future__ import annotations
 
+import keyword
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,13 +18,13 @@ if TYPE_CHECKING:
     from thunder.core.proxies import Proxy
     from thunder.core.symbol import BoundSymbol
 
-__all__ = ["Trace", "from_trace", "get_tracectx", "tracectx"]
+__all__ = ["Trace", "from_trace", "get_tracectx", "tracectx", "safe_identifier"]
 
 _local = threading.local()
 
 RESERVED_NAMES = frozenset(
     {"torch", "prims", "ltorch", "dtypes", "devices", "operator", "thunder", "args", "kwargs"}
-    | {"fallback", "inplace"}
+    | {"fallback", "inplace", "dist"}
 )
 
 
@@ -75,9 +77,14 @@ class Trace:
                 return name
 
     def add_name(self, name: str) -> str:
-        """Reserve ``name``, or a variant of it if it is taken; returns the reserved name."""
+        """Reserve ``name``, or a variant of it if it is taken; returns the reserved name.
+
+        Names come from users (parameters, buffers, keyword arguments) and are pasted into generated
+        source, so they are first made a plain ASCII identifier (see ``safe_identifier``).
+        """
+        name = safe_identifier(name)
         candidate, suffix = name, 0
-        while candidate in self.names:
+        while candidate in self.names or _CONSTANT_NAME.fullmatch(candidate):
             suffix += 1
             candidate = f"{name}_{suffix}"
         self.names.add(candidate)
@@ -130,6 +137,22 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"<Trace {self.name}: {len(self.bound_symbols)} bound symbols>"
+
+
+# Names codegen and prologues give the Python objects they bind (``_constant3``): never a proxy's.
+_CONSTANT_NAME = re.compile(r"_constant[0-9]+")
+
+
+def safe_identifier(name: str) -> str:
+    """``name`` as an ASCII Python identifier that is not a keyword: other characters become ``_``.
+
+    ASCII only, because Python reads identifiers in source NFKC-normalized (``"ﬁ"`` is ``fi``,
+    fullwidth ``"ｔorch"`` is ``torch``): two different names could become one variable.
+    """
+    name = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
+    if not name or name[0].isdigit() or keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        name = f"_{name}"
+    return name
 
 
 def from_trace(trace: Trace, header: str = "") -> Trace:

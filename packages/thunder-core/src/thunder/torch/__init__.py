@@ -112,14 +112,31 @@ from thunder.torch.misc import (  # noqa: A004
     trapezoid, trapz,
 )  # fmt: skip
 from thunder.torch.creation import (  # noqa: A004
-    arange, as_tensor, bernoulli, empty, empty_like, eye, full, full_like, linspace, logspace, new_empty,
-    new_full, new_ones, new_zeros, normal, ones, ones_like, rand, rand_like, randint, randint_like, randn,
+    arange, as_tensor, bernoulli, empty, empty_like, empty_permuted, empty_strided, eye, full, full_like, linspace, logspace, new_empty,
+    new_empty_strided, new_full, new_ones, new_zeros, normal, ones, ones_like, rand, rand_like, randint, randint_like, randn,
     randn_like, scalar_tensor, tensor, zeros, zeros_like,
 )  # fmt: skip
 from thunder.torch.conversions import (  # noqa: A004
     bfloat16, bool, byte, cdouble, cfloat, char, double, float, half, int, long, short, to, type, type_as,
 )  # fmt: skip
 # ops A modules: end
+from thunder.torch.reflected import radd, rdiv, rfloordiv, rmatmul, rmod, rmul, rpow
+from thunder.torch.linalg import cross, linalg_cross, vander
+from thunder.torch.arrange import combinations
+from thunder.torch.padding import constant_pad_nd
+from thunder.torch.activations import safe_softmax, softmax_backward_data
+from thunder.torch.losses import gaussian_nll_loss
+from thunder.torch.masked import (
+    masked_amax, masked_amin, masked_argmax, masked_argmin, masked_cumprod, masked_cumsum, masked_log_softmax,
+    masked_logsumexp, masked_mean, masked_median, masked_prod, masked_softmax, masked_softmin, masked_sum,
+)  # fmt: skip
+from thunder.torch.windows import (
+    window_bartlett, window_blackman, window_cosine, window_exponential, window_gaussian, window_general_cosine,
+    window_general_hamming, window_hamming, window_hann, window_kaiser, window_nuttall,
+)  # fmt: skip
+from thunder.torch.statistics import (
+    bucketize, corrcoef, cov, histc, logcumsumexp, mode, nanquantile, quantile, searchsorted,
+)  # fmt: skip
 from thunder.torch.grad import detach
 from thunder.torch.registry import symbol_for, torch_callables, torchsymbol
 

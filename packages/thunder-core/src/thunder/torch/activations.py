@@ -201,3 +201,27 @@ def glu(a: TensorProxy, dim: int = -1) -> TensorProxy:
 def softmin(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
     negated = ew.neg(to_dtype(a, dtypes.to_dtype(dtype)) if dtype is not None else a)
     return softmax(negated, dim, dtype=dtype)
+
+
+@torchsymbol(torch.ops.aten._softmax_backward_data.default, torch.ops.aten._softmax_backward_data,
+             name="softmax_backward_data")  # fmt: skip
+def softmax_backward_data(grad: TensorProxy, out: TensorProxy, dim: int, input_dtype: Any) -> TensorProxy:
+    """ATen's softmax gradient, ``out * (grad - sum(grad * out, dim))``, as ``torch._decomp`` writes it."""
+    from thunder.torch.reductions import sum as sum_
+
+    computation_dtype = dtypes.float32 if dtypes.is_low_precision(grad.dtype) else grad.dtype
+    g, y = to_dtype(grad, computation_dtype), to_dtype(out, computation_dtype)
+    d = canonical_dim(dim, grad.ndim)
+    scaled = ew.mul(g, y)
+    grad_input = ew.sub(scaled, ew.mul(y, sum_(scaled, d, keepdim=True)))
+    return to_dtype(grad_input, dtypes.to_dtype(input_dtype) if input_dtype != grad.dtype else grad.dtype)
+
+
+@torchsymbol(torch.ops.aten._safe_softmax.default, torch.ops.aten._safe_softmax, name="safe_softmax")
+def safe_softmax(a: TensorProxy, dim: int, dtype: Any = None) -> TensorProxy:
+    """softmax, with zeros (not NaNs) for slices that are all ``-inf`` (fully masked attention rows)."""
+    from thunder.torch.reductions import all as all_
+
+    out = softmax(a, dim, dtype=dtype)
+    masked = all_(ew.eq(a, float("-inf")), canonical_dim(dim, a.ndim), keepdim=True)
+    return ew.where(masked, 0, out)

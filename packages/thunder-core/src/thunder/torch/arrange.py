@@ -275,3 +275,23 @@ def block_diag(*tensors: TensorProxy) -> TensorProxy:
         rows.append(prims.cat(parts, 1) if len(parts) > 1 else parts[0])
         left += m.shape[1]
     return prims.cat(rows, 0)
+
+
+@torchsymbol(torch.combinations, tags=SHAPE)
+def combinations(a: TensorProxy, r: int = 2, with_replacement: bool = False) -> TensorProxy:
+    """The rows of ``itertools.combinations`` of ``a``'s elements: an index_select by constant indices."""
+    import itertools
+
+    if a.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(a.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return prims.full((0,), 0, device=a.device, dtype=a.dtype)
+    choose = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(choose(range(a.shape[0]), r))
+    flat = [i for row in rows for i in row]
+    index = prims.tensor_from_sequence(flat, device=a.device, dtype=dtypes.int64) if flat else None
+    if index is None:
+        return prims.full((0, r), 0, device=a.device, dtype=a.dtype)
+    return prims.reshape(prims.take(a, index, 0), (len(rows), r))

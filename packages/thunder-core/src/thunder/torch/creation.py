@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from thunder.core import devices, dtypes, prims
 from thunder.core.promotion import default_float_dtype
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import TensorProxy, pyval
 from thunder.torch.registry import torchsymbol
 
 
@@ -23,6 +23,7 @@ def _shape(size: Sequence[Any]) -> tuple[int, ...]:
 def _dtype(dtype: Any, fill_value: Any = 0.0) -> dtypes.dtype:
     if dtype is not None:
         return dtypes.to_dtype(dtype)
+    fill_value = pyval(fill_value)  # a number proxy's type, which the prologue checks
     if isinstance(fill_value, bool):
         return dtypes.bool8
     if isinstance(fill_value, int):
@@ -100,6 +101,31 @@ def _cast(value: Any, dtype: dtypes.dtype) -> Any:
 def empty_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
     dtype_, device_ = _like(a, dtype, device)
     return prims.full(a.shape, 0, device=device_, dtype=dtype_)
+
+
+@torchsymbol(torch.empty_strided)
+def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None, device: Any = None,
+                  **unused: Any) -> TensorProxy:  # fmt: skip
+    """Zeros, like ``empty``; thunder's tensors are contiguous, so ``stride`` only has to fit ``size``."""
+    if len(stride) != len(size):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(stride)} and {len(size)}")
+    return prims.full(tuple(size), 0, device=_device(device), dtype=_dtype(dtype))
+
+
+@torchsymbol(torch.Tensor.new_empty_strided, method="new_empty_strided")
+def new_empty_strided(a: TensorProxy, size: Sequence[int], stride: Sequence[int], *, dtype: Any = None,
+                      device: Any = None, **unused: Any) -> TensorProxy:  # fmt: skip
+    dtype_, device_ = _like(a, dtype, device)
+    return empty_strided(size, stride, dtype=dtype_, device=device_)
+
+
+@torchsymbol(torch.empty_permuted)
+def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype: Any = None, device: Any = None,
+                   **unused: Any) -> TensorProxy:  # fmt: skip
+    """Zeros of the logical ``size``: the physical layout is a stride choice thunder does not model."""
+    if sorted(physical_layout) != list(range(len(size))):
+        raise RuntimeError(f"Dimension mismatch: {physical_layout} is not a permutation of {len(size)} dims")
+    return prims.full(tuple(size), 0, device=_device(device), dtype=_dtype(dtype))
 
 
 def _new_factory(name: str, fill: Any) -> Any:

@@ -16,7 +16,7 @@ from thunder.core import dtypes, prims
 from thunder.core.promotion import broadcast_shapes
 from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
-from thunder.torch import reductions, shape
+from thunder.torch import arrange, reductions, shape
 from thunder.torch.nn import matmul
 from thunder.torch.nn_common import narrow
 from thunder.torch.registry import torchsymbol
@@ -434,3 +434,49 @@ def _pairwise(a: TensorProxy, a_labels: list[str], b: TensorProxy, b_labels: lis
         + tuple(b.shape[b_labels.index(x)] for x in b_only)
     )
     return shape.reshape(product, result_shape), batch + a_only + b_only
+
+
+def _cross(a: TensorProxy, b: TensorProxy, dim: int) -> TensorProxy:
+    if a.ndim != b.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    d = canonical_dim(dim, a.ndim)
+    if a.shape[d] != 3 or b.shape[d] != 3:
+        raise RuntimeError(
+            f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[d]} and {b.shape[d]}"
+        )
+    _same_dtype("linalg.cross", a, b)
+    shape_ = broadcast_shapes(a.shape, b.shape)
+    a, b = expand_to(a, shape_), expand_to(b, shape_)
+    # component i is a[i+1] * b[i+2] - a[i+2] * b[i+1], as eager's kernel computes it
+    next_a, next_b = arrange.roll(a, -1, d), arrange.roll(b, -1, d)
+    after_a, after_b = arrange.roll(a, -2, d), arrange.roll(b, -2, d)
+    return ew.sub(ew.mul(next_a, after_b), ew.mul(after_a, next_b))
+
+
+@torchsymbol(torch.linalg.cross, name="linalg_cross")
+def linalg_cross(a: TensorProxy, b: TensorProxy, *, dim: int = -1) -> TensorProxy:
+    return _cross(a, b, dim)
+
+
+@torchsymbol(torch.cross, torch.Tensor.cross, method="cross")
+def cross(a: TensorProxy, b: TensorProxy, dim: int | None = None) -> TensorProxy:
+    if dim is None:  # eager's deprecated default: the first dim of size 3
+        dim = next((i for i, size in enumerate(broadcast_shapes(a.shape, b.shape)) if size == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    return _cross(a, b, dim)
+
+
+@torchsymbol(torch.linalg.vander, name="vander")
+def vander(x: TensorProxy, *, N: int | None = None) -> TensorProxy:  # noqa: N803 -- torch's name
+    """Columns of increasing powers, ``x ** 0`` to ``x ** (N - 1)``, built by cumprod as eager does."""
+    if x.dtype is dtypes.bool8:
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    x = prims.reshape(x, (1,)) if x.ndim == 0 else x
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = prims.broadcast_in_dim(x, (*x.shape, n - 1), tuple(range(x.ndim)))
+    powers = prims.cumprod(powers, x.ndim)
+    ones = prims.full((*x.shape, 1), 1, device=x.device, dtype=x.dtype)
+    return prims.cat([ones, powers], x.ndim)

@@ -416,3 +416,28 @@ def triplet_margin_with_distance_loss(anchor: TensorProxy, positive: TensorProxy
         negative_distance = ew.where(ew.lt(swapped, negative_distance), swapped, negative_distance)
     losses = ew.add(ew.sub(positive_distance, negative_distance), margin)
     return reduce_loss(ew.where(ew.gt(losses, 0), losses, 0.0), reduction)
+
+
+@torchsymbol(F.gaussian_nll_loss)
+def gaussian_nll_loss(a: TensorProxy, target: TensorProxy, var: Any, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> TensorProxy:  # fmt: skip
+    """``0.5 * (log(var) + (a - target) ** 2 / var)``, var clamped to ``eps`` without a gradient through the
+    clamp, as eager. Eager's check that no variance is negative reads the data; thunder cannot make it."""
+    from thunder.torch.grad import detach
+
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = prims.full(a.shape, var, device=a.device, dtype=a.dtype)
+    if var.shape != a.shape:
+        if a.shape[:-1] == var.shape:
+            var = prims.reshape(var, (*var.shape, 1))
+        elif not (a.ndim == var.ndim and sum(y for x, y in zip(a.shape, var.shape) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = ew.add(var, detach(ew.sub(ew.clamp(var, min=eps), var)))  # eager clamps in place under no_grad
+    loss = ew.mul(0.5, ew.add(ew.log(var), ew.true_divide(ew.pow(ew.sub(a, target), 2), var)))
+    if full:
+        loss = ew.add(loss, 0.5 * math.log(2 * math.pi))
+    return reduce_loss(loss, reduction)

@@ -13,7 +13,7 @@ from thunder.torch.reductions import any as any_
 from thunder.torch.reductions import sum as sum_
 from thunder.torch.registry import alias, torchsymbol
 from thunder.torch.shape import T, cat, mT, reshape
-from thunder.torch.utils import canonical_dim, expand_to, to_dtype
+from thunder.torch.utils import canonical_dim, expand_to, structseq, to_dtype
 from thunder.torch.views import _slice_dim, diagonal, narrow
 
 
@@ -73,7 +73,7 @@ def _running(prim: Any, a: TensorProxy, dim: int) -> tuple[TensorProxy, TensorPr
     d = canonical_dim(dim, a.ndim)
     if a.dtype.is_complex:
         raise RuntimeError(f"{prim.name} does not support complex input")
-    return prim(a, d)
+    return structseq(prim.name, *prim(a, d))
 
 
 @torchsymbol(torch.cummax, torch.Tensor.cummax, method="cummax")

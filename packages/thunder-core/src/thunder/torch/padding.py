@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import torch
 import torch.nn.functional as F
 from thunder.core import prims
 from thunder.core.proxies import TensorProxy
@@ -104,3 +105,8 @@ def pad(
             positions = [source(i - low, n) for i in range(n + low + high)]
         a = select_positions(a, d, positions)
     return a
+
+
+@torchsymbol(torch.constant_pad_nd)
+def constant_pad_nd(a: TensorProxy, pad: Sequence[int], value: float = 0) -> TensorProxy:
+    return _constant(a, _pairs(a, pad), value)

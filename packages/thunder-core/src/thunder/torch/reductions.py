@@ -10,7 +10,7 @@ from thunder.core import dtypes, prims
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.torch.registry import torchsymbol
-from thunder.torch.utils import canonical_dims, to_dtype
+from thunder.torch.utils import canonical_dims, structseq, to_dtype
 
 REDUCTION = frozenset({"reduction"})
 
@@ -181,12 +181,12 @@ def _max_or_min(largest: bool, a: TensorProxy, dim: Any, keepdim: bool) -> Any:
         if a.numel() == 0:
             raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0.")
         return _extremum(prims.amax if largest else prims.amin, a, None, False)
-    return _values_and_indices(a, dim, keepdim, largest)
+    return structseq("max" if largest else "min", *_values_and_indices(a, dim, keepdim, largest))
 
 
 @torchsymbol(torch.max, torch.Tensor.max, method="max", tags=REDUCTION)
 def max(a: TensorProxy, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
-    """``max(a)``, ``max(a, dim, keepdim)`` (values and indices, a plain tuple) or ``max(a, other)``."""
+    """``max(a)``, ``max(a, dim, keepdim)`` (``torch.return_types.max``: values, indices) or ``max(a, other)``."""
     return _max_or_min(True, a, dim, keepdim)
 
 
@@ -206,8 +206,9 @@ def aminmax(
     if dim is None and keepdim:
         low, high = amin(a, None, False), amax(a, None, False)
         shape = (1,) * a.ndim
-        return prims.reshape(low, shape), prims.reshape(high, shape)
-    return amin(a, dim if dim is not None else (), keepdim), amax(a, dim if dim is not None else (), keepdim)
+        return structseq("aminmax", prims.reshape(low, shape), prims.reshape(high, shape))
+    dims = dim if dim is not None else ()
+    return structseq("aminmax", amin(a, dims, keepdim), amax(a, dims, keepdim))
 
 
 def _truth(a: TensorProxy) -> TensorProxy:

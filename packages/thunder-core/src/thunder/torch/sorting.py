@@ -11,7 +11,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.torch.reductions import keep_dims
 from thunder.torch.registry import torchsymbol
-from thunder.torch.utils import canonical_dim, to_dtype
+from thunder.torch.utils import canonical_dim, structseq, to_dtype
 
 REDUCTION = frozenset({"reduction"})
 
@@ -49,10 +49,10 @@ def _sort(a: TensorProxy, dim: int, descending: bool, stable: bool) -> tuple[Ten
 def sort(
     a: TensorProxy, dim: int = -1, descending: bool = False, stable: bool | None = False
 ) -> tuple[TensorProxy, TensorProxy]:
-    """Values and indices, as a plain tuple (eager returns a named tuple)."""
+    """Values and indices, as ``torch.return_types.sort``."""
     if isinstance(dim, bool):  # sort(a, stable, dim=..., descending=...) is keyword-only; keep it simple
         raise NotImplementedError("sort with a positional stable flag is not supported")
-    return _sort(a, dim, descending, bool(stable))
+    return structseq("sort", *_sort(a, dim, descending, bool(stable)))
 
 
 @torchsymbol(torch.argsort, torch.Tensor.argsort, method="argsort", tags=REDUCTION)
@@ -73,7 +73,7 @@ def topk(
     size = a.shape[d] if a.ndim else 1
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
-    return prims.topk(a, k, d, bool(largest), bool(sorted))
+    return structseq("topk", *prims.topk(a, k, d, bool(largest), bool(sorted)))
 
 
 def _select(a: TensorProxy, dim: int, index: TensorProxy) -> TensorProxy:
@@ -100,11 +100,11 @@ def kthvalue(a: TensorProxy, k: int, dim: int = -1, keepdim: bool = False) -> tu
     if a.ndim == 0:
         if k != 1:
             raise IndexError("kthvalue(): selected number k out of range")
-        return a, prims.full((), 0, device=a.device, dtype=dtypes.int64)
+        return structseq("kthvalue", a, prims.full((), 0, device=a.device, dtype=dtypes.int64))
     d = canonical_dim(dim, a.ndim)
     if not 1 <= k <= a.shape[d]:
         raise IndexError(f"kthvalue(): selected number k out of range for dimension {d}")
-    return _order_statistic(a, d, keepdim, k - 1)
+    return structseq("kthvalue", *_order_statistic(a, d, keepdim, k - 1))
 
 
 def _median(a: TensorProxy, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
@@ -144,9 +144,11 @@ def _median(a: TensorProxy, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
 
 @torchsymbol(torch.median, torch.Tensor.median, method="median", tags=REDUCTION)
 def median(a: TensorProxy, dim: int | None = None, keepdim: bool = False) -> Any:
-    return _median(a, dim, keepdim, ignore_nan=False)
+    result = _median(a, dim, keepdim, ignore_nan=False)
+    return result if dim is None else structseq("median", *result)
 
 
 @torchsymbol(torch.nanmedian, torch.Tensor.nanmedian, method="nanmedian", tags=REDUCTION)
 def nanmedian(a: TensorProxy, dim: int | None = None, keepdim: bool = False) -> Any:
-    return _median(a, dim, keepdim, ignore_nan=True)
+    result = _median(a, dim, keepdim, ignore_nan=True)
+    return result if dim is None else structseq("nanmedian", *result)

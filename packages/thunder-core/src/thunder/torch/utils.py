@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import torch
 from thunder.core import dtypes, prims
 from thunder.core.promotion import broadcast_shapes
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import NumberProxy, TensorProxy
 
 
 def canonical_dim(dim: int, ndim: int) -> int:
@@ -54,6 +55,11 @@ def to_dtype(a: Any, dtype: dtypes.dtype) -> Any:
         return a if a.dtype is dtype else prims.convert_element_type(a, dtype)
     if a is None:
         return a
+    if isinstance(a, NumberProxy):  # recorded (``float(i0)``), not specialized
+        from thunder.core.python_ops import convert
+
+        kinds = ((dtype.is_complex, complex), (dtype.is_floating_point, float), (dtype is dtypes.bool8, bool))
+        return convert(a, next((kind for matches, kind in kinds if matches), int))
     if dtype.is_complex:
         return complex(a)
     if dtype.is_floating_point:
@@ -61,3 +67,8 @@ def to_dtype(a: Any, dtype: dtypes.dtype) -> Any:
     if dtype is dtypes.bool8:
         return bool(a)
     return int(a)
+
+
+def structseq(kind: str, *fields: Any) -> tuple:
+    """``fields`` as eager's named tuple ``torch.return_types.<kind>``, so ``.values``/``.indices`` work."""
+    return getattr(torch.return_types, kind)(fields)

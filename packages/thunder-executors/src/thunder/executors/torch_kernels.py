@@ -11,7 +11,8 @@ elementwise ones. Each function returns exactly the dtypes its symbol's decompos
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -143,15 +144,16 @@ def cross_entropy_backward(
 
 
 def register_torch_kernels(executor: OperatorExecutor) -> None:
-    def claim(symbol: object, fn: object, checker: object = None) -> None:
-        operator = executor.register_operator(fn.__name__, fn=fn, like=symbol)  # type: ignore[attr-defined]
-        if checker is None:
-            executor.register_implementation(symbol, operator)  # type: ignore[arg-type]
-        else:
-            executor.register_implementation(symbol, operator, checker=checker)  # type: ignore[arg-type]
+    def claim(symbol: Any, fn: Callable, checker: Callable[..., bool] | None = None, *, fusible: bool = True) -> None:
+        operator = executor.register_operator(fn.__name__, fn=fn, like=symbol)
+        executor.register_implementation(
+            symbol, operator, checker=checker or (lambda *args, **kwargs: True), defers_to_fusion=fusible
+        )
 
-    claim(ltorch.attention_with_lse, attention_with_lse, _attention_checker)
-    claim(ltorch.attention_backward, attention_backward, lambda g, q, *rest: _attention_checker(q, q, q))
+    # flash attention beats any fusion of attention's math; the others are elementwise work and
+    # reductions that a fusion executor listed first fuses with their neighbours
+    claim(ltorch.attention_with_lse, attention_with_lse, _attention_checker, fusible=False)
+    claim(ltorch.attention_backward, attention_backward, lambda g, q, *rest: _attention_checker(q, q, q), fusible=False)
     claim(ltorch.layer_norm_with_statistics, layer_norm_with_statistics)
     claim(ltorch.layer_norm_backward, layer_norm_backward)
     claim(ltorch.gelu_backward, gelu_backward)

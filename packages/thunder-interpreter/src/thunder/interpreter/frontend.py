@@ -21,11 +21,13 @@ from thunder.core import devices, dtypes, fallback, inplace
 from thunder.core.executor import to_torch_arguments
 from thunder.core.pipeline import CompileData, FrontendResult
 from thunder.core.prologue import PrologueBuilder
-from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.python_ops import specialize_numbers
 from thunder.core.pytree import tree_leaves
 from thunder.core.sources import (
     ArgumentSource,
     AttributeSource,
+    CallSource,
     ConstantSource,
     GlobalSource,
     ItemSource,
@@ -99,6 +101,8 @@ def _thunder_isinstance(obj: Any, classinfo: Any) -> bool:
     if isinstance(obj, TensorProxy):
         classes = classinfo if isinstance(classinfo, tuple) else (classinfo,)
         return any(isinstance(c, type) and issubclass(torch.Tensor, c) for c in classes)
+    if isinstance(obj, NumberProxy):  # its type, which the prologue checks
+        return isinstance(obj.value, classinfo)
     return isinstance(obj, classinfo)
 
 
@@ -106,6 +110,8 @@ def _thunder_type(*args: Any) -> Any:
     """``type`` that answers ``torch.Tensor`` for a tensor proxy, as it would for the tensor."""
     if len(args) == 1 and isinstance(args[0], TensorProxy):
         return torch.Tensor
+    if len(args) == 1 and isinstance(args[0], NumberProxy):
+        return type(args[0].value)
     return type(*args)
 
 
@@ -117,6 +123,7 @@ def _guard_torch_callable(fn: Any) -> Callable:
     """Call a torch callable thunder has no symbol for, if no tensor goes in or comes out."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        args, kwargs = specialize_numbers((args, kwargs))  # torch's C code needs the numbers themselves
         if _contains_proxy((args, kwargs)):  # run by PyTorch, visible in the trace; or a clear error
             return fallback.call(fn, args, kwargs)
         args, kwargs = to_torch_arguments(args, kwargs)  # a proxy's .dtype/.device are thunder's
@@ -163,12 +170,19 @@ class InterpreterEvent(NamedTuple):
 class TracingHooks(InterpreterHooks):
     """What the VM asks while it runs the user's code."""
 
-    def __init__(self, builder: PrologueBuilder, module_state: dict[int, tuple[str, Source]]):
+    def __init__(
+        self,
+        builder: PrologueBuilder,
+        module_state: dict[int, tuple[str, Source]],
+        symbolic_numbers: bool = False,
+    ):
         self.builder = builder
         self.module_state = module_state
+        self.symbolic_numbers = symbolic_numbers  # cache="symbolic values": ints and floats become inputs
         self.instruction_log: list | None = []
         self._containers: dict[int, tuple[Any, Any]] = {}
         self._python_modules: set[int] = set()  # ids of the sources of Python modules read
+        self._tensor_sources: set[str] = set()  # where tensors were read from (``args[0]``)
 
     def lookaside(self, fn: Any) -> Callable | None:
         replacement = torch_lookaside(fn)  # symbols, with their out=/inplace= forms; in-place torch ops
@@ -201,6 +215,12 @@ class TracingHooks(InterpreterHooks):
 
     def on_store_attr(self, obj: Any, name: str, value: Any) -> bool:
         """A tensor computed while tracing never lands in a real object; module buffers get the epilogue."""
+        if isinstance(value, NumberProxy):  # a symbolic number must not leak into the user's objects
+            raise NotImplementedError(
+                f"assigning the number {value.name}, computed from cache='symbolic values' inputs, to the attribute "
+                f"{type(obj).__name__}.{name} is a side effect thunder does not replay on later calls; return "
+                f"it instead, or use cache='constant values' (at {self.current_location()})"
+            )
         if not isinstance(value, Proxy):
             return False
         current = obj._buffers.get(name) if isinstance(obj, torch.nn.Module) else None
@@ -249,6 +269,8 @@ class TracingHooks(InterpreterHooks):
     def on_load(self, value: Any, source: Source, name: str | None = None) -> Any:
         if isinstance(value, torch.Tensor):
             return self._tensor(value, source, name)
+        if self.symbolic_numbers and type(value) in (int, float) and not self._of_tensor(source):
+            return self.builder.add_number(value, source, name or _source_name(source))
         if isinstance(value, _GUARDED_TYPES):
             self.builder.add_value_guard(value, source)
             return value
@@ -258,6 +280,14 @@ class TracingHooks(InterpreterHooks):
         if isinstance(value, _IDENTITY_GUARDED_TYPES):
             self._identity_guard(value, source)
         return value
+
+    def _of_tensor(self, source: Source) -> bool:
+        """Read from a tensor (``x.shape[0]``): metadata the prologue already checks, kept a constant."""
+        while isinstance(source, (AttributeSource, ItemSource, LengthSource)):
+            source = source.base
+            if source.describe() in self._tensor_sources:
+                return True
+        return False
 
     def _container(self, value: Any, source: Source) -> Any:
         """Tensors inside become proxies (in a copy); every Python value inside is guarded.
@@ -300,6 +330,7 @@ class TracingHooks(InterpreterHooks):
         self.builder.add_identity_guard(value, source)
 
     def _tensor(self, tensor: torch.Tensor, source: Source, name: str | None) -> TensorProxy:
+        self._tensor_sources.add(source.describe())
         known = self.module_state.get(id(tensor))
         if known is not None:  # module state is always fetched by its qualified name
             name, source = known
@@ -328,29 +359,37 @@ def _source_name(source: Source) -> str | None:
     return None
 
 
+def _walk_modules(module: torch.nn.Module, name: str, source: Source, seen: set[int]) -> Any:
+    """``(qualified name, module, source)`` for ``module`` and its submodules, each once.
+
+    Sources follow the real attribute names, never a qualified name split on dots: a name may hold
+    a dot itself (``module._parameters["a.b"]``).
+    """
+    if id(module) in seen:
+        return
+    seen.add(id(module))
+    yield name, module, source
+    for child_name, child in module._modules.items():
+        if child is not None:
+            qualified = f"{name}.{child_name}" if name else child_name
+            yield from _walk_modules(child, qualified, AttributeSource(source, child_name), seen)
+
+
 def _submodule_sources(fn: Any, root: Source) -> list[tuple[Any, Source]]:
     """Submodules by qualified name, so that their hooks and identity are checked however they are reached
     (``enumerate(self.layers)`` hands out submodules the VM cannot trace back to ``self``)."""
     if not isinstance(fn, torch.nn.Module):
         return []
-    sources = []
-    for qualified_name, submodule in fn.named_modules():
-        if not qualified_name:
-            continue
-        source = root
-        for part in qualified_name.split("."):
-            source = AttributeSource(source, part)
-        sources.append((submodule, source))
-    return sources
+    return [(submodule, source) for name, submodule, source in _walk_modules(fn, "", root, set()) if name]
 
 
 def _module_state(module: torch.nn.Module, root: Source) -> dict[int, tuple[str, Source]]:
     state: dict[int, tuple[str, Source]] = {}
-    for qualified_name, tensor in [*module.named_parameters(), *module.named_buffers()]:
-        source = root
-        for part in qualified_name.split("."):
-            source = AttributeSource(source, part)
-        state[id(tensor)] = (_sanitize(qualified_name), source)
+    for prefix, submodule, source in _walk_modules(module, "", root, set()):
+        for name, tensor in [*submodule._parameters.items(), *submodule._buffers.items()]:
+            if tensor is not None and id(tensor) not in state:
+                qualified = f"{prefix}.{name}" if prefix else name
+                state[id(tensor)] = (_sanitize(qualified), AttributeSource(source, name))
     return state
 
 
@@ -385,12 +424,15 @@ def interpreter_frontend(
         fn, "the compiled module" if isinstance(fn, torch.nn.Module) else "the compiled function"
     )
     module_state = _module_state(fn, root) if isinstance(fn, torch.nn.Module) else {}
-    hooks = TracingHooks(builder, module_state)
+    hooks = TracingHooks(builder, module_state, compile_data.cache_option == "symbolic values")
     computation.tensor_adopter = hooks.adopt
     signature_fn = fn.forward if isinstance(fn, torch.nn.Module) else fn
     with tracectx(computation), fallback.enabled(compile_data.options.get("fallback", True)):
         compile_data.used_options.add("fallback")
         names = _parameter_names(signature_fn, args)
+        # an entry traced without an argument (a default was used) must not accept a call passing it
+        builder.add_value_guard(len(args), LengthSource(CallSource("args")))
+        builder.add_value_guard(tuple(kwargs), KeysSource(CallSource("kwargs")))
         proxied_args = tuple(hooks.on_load(a, ArgumentSource(i), names[i]) for i, a in enumerate(args))
         proxied_kwargs = {k: hooks.on_load(v, KeywordSource(k), k) for k, v in kwargs.items()}
         arg_sources = [root] + [ArgumentSource(i) for i in range(len(args))]

@@ -21,7 +21,7 @@ from typing import Any
 
 from thunder.core import prims
 from thunder.core.gradients import vjp_rule_for
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_map
 from thunder.core.symbol import DEL, RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, from_trace, tracectx
@@ -93,7 +93,8 @@ def saved_bytes(saved: Sequence[Any]) -> int:
 
 
 def _unique(proxies: list[Any]) -> list[Any]:
-    return list({p.name: p for p in proxies if isinstance(p, TensorProxy)}.values())
+    # numbers too: a symbolic ``scale`` the backward multiplies by is passed on like a saved tensor
+    return list({p.name: p for p in proxies if isinstance(p, (TensorProxy, NumberProxy))}.values())
 
 
 def _differentiable(bound_symbols: Sequence[BoundSymbol], needs_grad: set[str]) -> list[BoundSymbol]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from thunder.core.executor import Executor, FusionExecutor, OperatorExecutor
+from thunder.core.fusion_fallback import with_fallback
 from thunder.core.symbol import DEL, RETURN, BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
 
@@ -35,12 +36,14 @@ def claim_executors(trace: Trace, executors: Sequence[Executor]) -> Trace:
 def _claim(
     bound_symbol: BoundSymbol, executors: Sequence[Executor]
 ) -> list[tuple[BoundSymbol, FusionExecutor | None]]:
-    if bound_symbol.symbol in _STRUCTURAL:
+    if bound_symbol.symbol in _STRUCTURAL or "python" in bound_symbol.symbol.tags:  # runs as printed
         return [(bound_symbol, None)]
-    for executor in executors:
+    for position, executor in enumerate(executors):
         if not executor.can_execute(bound_symbol):
             continue
         if isinstance(executor, OperatorExecutor):
+            if executor.defers_to_fusion(bound_symbol) and _fusion_takes_part(bound_symbol, executors[:position]):
+                break  # decomposed below: the fusion executor takes the parts it can fuse
             return [(lowered, None) for lowered in executor.lower(bound_symbol)]
         if isinstance(executor, FusionExecutor):
             return [(leaf, executor) for leaf in _fusible_leaves(bound_symbol, executor)]
@@ -50,6 +53,17 @@ def _claim(
     raise UnclaimedSymbolError(
         f"no executor can run {bound_symbol.symbol.id} and it has no decomposition (executors tried: {names})"
     )
+
+
+def _fusion_takes_part(bound_symbol: BoundSymbol, earlier: Sequence[Executor]) -> bool:
+    fusers = [e for e in earlier if isinstance(e, FusionExecutor)]
+    return any(_fuses_some(bound_symbol, fuser) for fuser in fusers)
+
+
+def _fuses_some(bound_symbol: BoundSymbol, fuser: FusionExecutor) -> bool:
+    if fuser.can_fuse(bound_symbol):
+        return True
+    return any(_fuses_some(sub, fuser) for sub in bound_symbol.subsymbols)
 
 
 def _fusible_leaves(bound_symbol: BoundSymbol, executor: FusionExecutor) -> list[BoundSymbol]:
@@ -95,7 +109,15 @@ def _fuse_regions(claimed: list[tuple[BoundSymbol, FusionExecutor | None]]) -> l
             candidates = [r for r in candidates if regions[r][0] is executor]
             if executor.name in latest_region:
                 candidates.append(latest_region[executor.name])
-            chosen = next((r for r in candidates if r not in blocked(r)), None)
+            chosen = next(
+                (
+                    r
+                    for r in candidates
+                    if r not in blocked(r)
+                    and executor.can_join([claimed[i][0] for i in regions[r][1]], bound_symbol)
+                ),
+                None,
+            )
             if chosen is None:
                 chosen = len(regions)
                 regions.append((executor, []))
@@ -161,5 +183,6 @@ def _emit(
             region_index = counters.get(executor.name, 0)
             counters[executor.name] = region_index + 1
             outputs = {name for other, names in reads.items() if other != node for name in names}
-            result.append(executor.fuse([claimed[i][0] for i in indices], region_index, outputs=outputs))
+            region = executor.fuse([claimed[i][0] for i in indices], region_index, outputs=outputs)
+            result.append(with_fallback(region, executor.name))  # a run-time failure degrades to torch
     return result

@@ -13,10 +13,11 @@ from them. Ops tagged ``elementwise``, ``shape`` or ``reduction`` may be recompu
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import networkx as nx
 
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.symbol import RETURN, BoundSymbol
 from thunder.core.trace import from_trace
 from thunder.core.transforms.autograd import ForwardBackward, saved_bytes
@@ -38,10 +39,19 @@ def rematerialize(split: ForwardBackward) -> ForwardBackward:
         return split
     forward_symbols = [b for b in split.forward.bound_symbols if b.symbol is not RETURN]
     producers = {p.name: b for b in forward_symbols for p in b.proxy_outputs()}
-    saved = _min_cut(split, forward_symbols, producers)
-    if {p.name for p in saved} == {p.name for p in split.saved}:
+    saved: list[Any] = list(_min_cut(split, forward_symbols, producers))
+    if {p.name for p in saved} == {p.name for p in split.saved if isinstance(p, TensorProxy)}:
         return split
-    recomputed = _recomputation(saved, split.saved, producers, forward_symbols)
+    # Numbers (cache="symbolic values") are never recomputed: the backward gets those it reads.
+    numbers = {p.name: p for p in split.forward.args if isinstance(p, NumberProxy)}
+    numbers.update(
+        (p.name, p) for b in forward_symbols for p in b.proxy_outputs() if isinstance(p, NumberProxy)
+    )
+    recomputed = _recomputation([*saved, *numbers.values()], split.saved, producers, forward_symbols)
+    read = [p for p in split.saved if isinstance(p, NumberProxy)] + [
+        p for b in recomputed for p in b.proxy_args() if isinstance(p, NumberProxy)
+    ]
+    saved += list({p.name: p for p in read}.values())
 
     backward = from_trace(split.backward, split.backward.header)
     backward.name = split.backward.name
@@ -99,7 +109,7 @@ def _min_cut(
                 add_tensor(argument)
                 for output in outputs:
                     graph.add_edge(f"{argument.name}.out", f"{output.name}.in")
-    for proxy in split.saved:
+    for proxy in (p for p in split.saved if isinstance(p, TensorProxy)):
         add_tensor(proxy)
         graph.add_edge(f"{proxy.name}.out", _SINK)
     _, (source_side, _) = nx.minimum_cut(graph, _SOURCE, _SINK)
@@ -109,7 +119,7 @@ def _min_cut(
 
 
 def _recomputation(
-    saved: list[TensorProxy],
+    saved: list[Any],  # tensors, and the numbers that are available too
     needed: Iterable[TensorProxy],
     producers: dict[str, BoundSymbol],
     forward_symbols: list[BoundSymbol],

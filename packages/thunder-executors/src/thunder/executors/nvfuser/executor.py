@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
@@ -60,6 +60,32 @@ class FusionRunner:
         return tuple(fd.execute(list(tensors)))
 
 
+# What a reduction's accumulator starts from; nvFuser pads the reduced tensor with it.
+_INIT_VALUES = {"sum": "0", "var": "0", "prod": "1", "amax": "-inf", "amin": "+inf"}
+
+
+def _reduction_key(bound_symbol: BoundSymbol, aliases: dict[str, str]) -> tuple[str, tuple] | None:
+    """(the reduced tensor, (its reduced axes, the initial value)) for a reduction prim, else None.
+
+    ``aliases`` maps the outputs of same-dtype conversions (no-ops in nvFuser) to their inputs.
+    """
+    if bound_symbol.symbol.name not in REDUCTIONS or not isinstance(bound_symbol.args[0], TensorProxy):
+        return None
+    source = bound_symbol.args[0]
+    rank = max(len(source.shape), 1)
+    axes = frozenset(int(d) % rank for d in bound_symbol.args[1])
+    return aliases.get(source.name, source.name), (axes, _INIT_VALUES.get(bound_symbol.symbol.name))
+
+
+def _same_dtype_conversions(region: Sequence[BoundSymbol]) -> dict[str, str]:
+    aliases: dict[str, str] = {}
+    for b in region:
+        if b.symbol.name == "convert_element_type" and isinstance(b.args[0], TensorProxy):
+            if b.args[0].dtype == b.output.dtype:
+                aliases[b.output.name] = aliases.get(b.args[0].name, b.args[0].name)
+    return aliases
+
+
 def _is_identity(bound_symbol: BoundSymbol) -> bool:
     if bound_symbol.symbol.is_leaf or bound_symbol.subsymbols:
         return False
@@ -69,13 +95,19 @@ def _is_identity(bound_symbol: BoundSymbol) -> bool:
 
 class NvFuserExecutor(FusionExecutor):
     def is_available(self) -> tuple[bool, str]:
-        if not any(importlib.util.find_spec(name) is not None for name in _MODULES):
+        """Installed, a CUDA device, and the module imports (imported here, once, on a CUDA machine)."""
+        installed = [name for name in _MODULES if importlib.util.find_spec(name) is not None]
+        if not installed:
             return (
                 False,
-                "nvFuser is not installed (pip install 'thunder[nvfuser]'; see NVFUSER.md for the GPU machine)",
+                "not installed: neither nvfuser_direct nor nvfuser imports (pip install 'thunder[nvfuser]')",
             )
         if not torch.cuda.is_available():
-            return False, "nvFuser needs a CUDA device"
+            return False, "no CUDA device (nvFuser generates CUDA kernels only)"
+        try:
+            nvfuser_module()
+        except Exception as error:  # a wheel built for another torch or CUDA fails here, not mid-run
+            return False, f"import {installed[0]} failed: {type(error).__name__}: {error}"
         return True, ""
 
     def can_fuse(self, bound_symbol: BoundSymbol) -> bool:
@@ -93,6 +125,23 @@ class NvFuserExecutor(FusionExecutor):
 
     def can_execute(self, bound_symbol: BoundSymbol) -> bool:
         return _is_identity(bound_symbol) or super().can_execute(bound_symbol)
+
+    def can_join(self, region: Sequence[BoundSymbol], bound_symbol: BoundSymbol) -> bool:
+        """All reductions of one tensor in a fusion share their axes and their initial value.
+
+        nvFuser 0.2.36 fails an internal assert lowering a kernel where one tensor feeds a sum
+        (init 0) and an amax (init -inf): ``predicate_elimination.cpp:1056``, "Inconsistent setting
+        of initialization value", seen on an H200 and an H100 with the "reductions" case of
+        test_nvfuser (``x.sum(-1) + x.amax(-1) * ...``). Reductions of one tensor over different axes
+        are kept apart too (that case also mixed dim 0 and dim 1). A refused reduction goes to
+        another region.
+        """
+        aliases = _same_dtype_conversions([*region, bound_symbol])
+        key = _reduction_key(bound_symbol, aliases)
+        if key is None:
+            return True
+        others = (_reduction_key(b, aliases) for b in region)
+        return all(other is None or other[0] != key[0] or other[1] == key[1] for other in others)
 
     def fuse(
         self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None

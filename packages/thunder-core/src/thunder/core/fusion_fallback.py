@@ -1,0 +1,111 @@
+"""Fusion regions that degrade: a region whose executor fails at run time is run by the torch executor.
+
+A fusion executor (Triton, nvFuser, a plugin) compiles its regions when they first run, for the
+input layouts it meets; that can fail for reasons no claim could foresee (a Triton compile error, an
+nvFuser error, a layout it cannot handle). ``with_fallback`` wraps the callable of every region bound
+symbol (``claim_executors`` applies it where regions are built). When the region's own callable
+raises, the region's prims are lowered to the default executors (torch) once, that program runs
+instead, and one ``ExecutorFallbackWarning`` names the executor, the region and the error.
+
+Policy:
+
+- The fallback is sticky: after one failure the region always runs on torch (a failure that
+  depends on the input layout would otherwise cost an exception on every such call).
+- ``torch.OutOfMemoryError`` is not a fault of the executor: it propagates unchanged, as in eager.
+- ``KeyboardInterrupt`` and other ``BaseException``s are never caught.
+- If the torch program fails too, its error propagates, chained to the executor's.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from thunder.core.symbol import RETURN, BoundSymbol
+from thunder.core.trace import Trace, tracectx
+
+__all__ = ["ExecutorFallbackWarning", "FusionFallback", "with_fallback"]
+
+
+class ExecutorFallbackWarning(RuntimeWarning):
+    """A fusion region failed in its executor and runs on the torch executor from now on."""
+
+
+class FusionFallback:
+    """The callable of a region bound symbol: the executor's runner, or torch once that failed.
+
+    Attributes of the executor's runner (``steps``, ``definitions``) are reachable through it.
+    """
+
+    def __init__(self, runner: Callable, region: BoundSymbol, executor_name: str):
+        self.runner = runner
+        self.region = region
+        self.executor_name = executor_name
+        self.error: Exception | None = None  # what made the region fall back, if it did
+        self._torch_program: Callable | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, *args: Any) -> Any:
+        if self.error is None:
+            try:
+                return self.runner(*args)
+            except torch.OutOfMemoryError:
+                raise
+            except Exception as error:
+                self._fall_back(error)
+        assert self._torch_program is not None
+        try:
+            return self._torch_program(*args)
+        except Exception as error:
+            raise error from self.error
+
+    def _fall_back(self, error: Exception) -> None:
+        with self._lock:
+            if self._torch_program is None:
+                self._torch_program = _torch_program(self.region)
+                name = self.region.symbol.name
+                warnings.warn(
+                    f"thunder: the {self.executor_name} executor failed to run {name} "
+                    f"({type(error).__name__}: {error}); {name} runs on the torch executor from now on",
+                    ExecutorFallbackWarning,
+                    stacklevel=3,
+                )
+            if self.error is None:
+                self.error = error
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "runner":
+            raise AttributeError(name)
+        return getattr(self.runner, name)
+
+
+def with_fallback(region: BoundSymbol, executor_name: str) -> BoundSymbol:
+    """``region`` (a fusion executor's bound symbol) with a callable that falls back to torch."""
+    symbol = region.symbol
+    if symbol.fn is None or isinstance(symbol.fn, FusionFallback):
+        return region
+    import dataclasses
+
+    wrapped = dataclasses.replace(symbol, fn=FusionFallback(symbol.fn, region, executor_name))
+    return region.replace(symbol=wrapped)
+
+
+def _torch_program(region: BoundSymbol) -> Callable:
+    """The region's prims, claimed by the default executors, compiled into a function."""
+    from thunder.core.executor import FusionExecutor, get_default_executors
+    from thunder.core.transforms.claim_executors import claim_executors
+
+    trace = Trace(f"{region.symbol.name}_on_torch")
+    trace.args = list(region.args)  # the region is called with its inputs, positionally
+    for bound_symbol in (region, *region.subsymbols):
+        trace.names.update(p.name for p in (*bound_symbol.proxy_args(), *bound_symbol.proxy_outputs()))
+    with tracectx(trace):
+        trace.bound_symbols.extend(region.subsymbols)
+        trace.bound_symbols.append(BoundSymbol(RETURN, (region.output,)))
+    # the defaults hold a fusion executor on CUDA machines (nvFuser): fall back to operator executors only
+    executors = [e for e in get_default_executors() if not isinstance(e, FusionExecutor)]
+    return claim_executors(trace, executors).python_callable()

@@ -1,0 +1,81 @@
+"""The regions the nvFuser executor asks for, checked on the CPU: nothing here runs nvFuser.
+
+nvFuser 0.2.36 fails an internal assert (``predicate_elimination.cpp:1056``, "Inconsistent setting of
+initialization value") on a kernel where one tensor feeds a sum and an amax; the executor keeps the
+reductions of one tensor in one region only when they share axes and initial value.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+from thunder.core.executor import FusionExecutor
+from thunder.core.symbol import BoundSymbol
+from thunder.core.transforms.claim_executors import claim_executors
+from thunder.executors.nvfuser.executor import NvFuserExecutor
+from thunder.executors.nvfuser.translate import ELEMENTWISE, REDUCTIONS, SHAPES
+from thunder.executors.torchex import executor as torch_executor
+
+
+class AnyDeviceNvFuser(NvFuserExecutor):
+    """nvFuser's claims and region rules without its CUDA-only check, to see regions on the CPU."""
+
+    def can_fuse(self, bound_symbol: BoundSymbol) -> bool:
+        symbol = bound_symbol.symbol
+        return (
+            symbol.is_leaf
+            and symbol.module == "prims"
+            and symbol.name in {*ELEMENTWISE, *REDUCTIONS, *SHAPES}
+        )
+
+
+def _regions(fn, *inputs: torch.Tensor) -> list[list[BoundSymbol]]:
+    jitted = thunder.jit(fn, executors=["torch"])
+    jitted(*inputs)
+    computation = thunder.last_traces(jitted)[0]
+    fused = claim_executors(computation, [AnyDeviceNvFuser("nvfuser_on_cpu"), torch_executor])
+    return [list(b.subsymbols) for b in fused.bound_symbols if b.symbol.name.startswith("nvFusion")]
+
+
+def _reduced_axes(region: list[BoundSymbol]) -> dict[str, set[tuple]]:
+    """Per reduced tensor of the region: its reductions' kinds (sum and var share one) and axes."""
+    axes: dict[str, set[tuple]] = {}
+    for b in region:
+        if b.symbol.name in REDUCTIONS:
+            kind = "sum" if b.symbol.name == "var" else b.symbol.name
+            axes.setdefault(b.args[0].name, set()).add((kind, tuple(b.args[1])))
+    return axes
+
+
+def reductions(x: torch.Tensor) -> torch.Tensor:  # the "reductions" case of test_nvfuser
+    return x.sum(-1) + x.amax(-1) * x.mean(-1) + torch.var(x, -1) + x.sum(0).sum()
+
+
+def test_one_tensor_reduced_two_ways_is_split() -> None:
+    regions = _regions(reductions, torch.randn(16, 129))
+    assert len(regions) >= 3, regions  # sum/mean/var over dim 1; amax over dim 1; sum over dim 0
+    for region in regions:
+        assert all(len(axes) == 1 for axes in _reduced_axes(region).values()), region
+
+
+def test_without_the_rule_the_reductions_share_one_region(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule is what splits them: the core alone would fuse everything into one region."""
+    monkeypatch.setattr(AnyDeviceNvFuser, "can_join", FusionExecutor.can_join)
+    regions = _regions(reductions, torch.randn(16, 129))
+    assert len(regions) == 1
+    assert any(len(axes) >= 2 for axes in _reduced_axes(regions[0]).values())
+
+
+def test_sum_and_amax_of_one_tensor_are_split() -> None:
+    regions = _regions(lambda x: x.sum(-1) * x.amax(-1), torch.randn(4, 8))
+    assert len(regions) == 2 and all(len(_reduced_axes(r)) == 1 for r in regions)
+
+
+def test_reductions_over_the_same_axes_and_of_different_tensors_stay_together() -> None:
+    def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # mean and var of x share axes and init
+        normalized = (x - x.mean(-1, keepdim=True)) / torch.sqrt(torch.var(x, -1, keepdim=True) + 1e-5)
+        return torch.softmax(normalized, -1) * y.sum(0)
+
+    assert len(_regions(fn, torch.randn(8, 16), torch.randn(4, 16))) == 1
