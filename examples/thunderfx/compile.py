@@ -4,7 +4,7 @@
     python examples/thunderfx/compile.py --size 8 --print-traces
 
 TorchDynamo captures FX graphs; ThunderCompiler splits each into pieces that thunder runs and pieces
-left to Inductor (here ``torch.logcumsumexp``, an operator thunder only runs through its PyTorch
+left to Inductor (here ``torch.matrix_exp``, an operator thunder only runs through its PyTorch
 fallback), then the script trains a small model through the same backend.
 """
 
@@ -21,12 +21,12 @@ from thunder.dynamo import ThunderCompiler
 
 def foo(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     a = torch.sin(x)
-    return torch.logcumsumexp(a, 0) + a + torch.cos(y)
+    return torch.matrix_exp(a) + a + torch.cos(y)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=4)
+    parser.add_argument("--size", type=int, default=4, help="side of the square inputs")
     parser.add_argument("--steps", type=int, default=3, help="training steps of the small model")
     parser.add_argument("--print-traces", action="store_true")
     args = parser.parse_args(argv)

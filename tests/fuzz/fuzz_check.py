@@ -95,15 +95,17 @@ def _call_and_compare(
         _compare(jit_inputs, eager_inputs, dtype, f"{label}: inputs after the call", program.source)
         return
     for index, (a, e) in enumerate(zip(actual, expected)):
-        if not torch.is_grad_enabled():
-            break  # (a clone returned under no_grad is the input itself: see test_regressions.py's xfail)
-        assert a.requires_grad == e.requires_grad, f"{label}: requires_grad of output {index}\n{program.source}"
+        assert a.requires_grad == e.requires_grad, (
+            f"{label}: requires_grad of output {index}\n{program.source}"
+        )
     differentiable = [(a, e) for a, e in zip(actual, expected) if e.requires_grad]
     if not differentiable or not torch.is_grad_enabled():
         return
     generator = torch.Generator().manual_seed(1234)
     cotangents = [torch.randn(e.shape, generator=generator, dtype=e.dtype) for _, e in differentiable]
-    eager_grads = torch.autograd.grad([e for _, e in differentiable], eager_inputs, cotangents, allow_unused=True)
+    eager_grads = torch.autograd.grad(
+        [e for _, e in differentiable], eager_inputs, cotangents, allow_unused=True
+    )
     jit_grads = torch.autograd.grad([a for a, _ in differentiable], jit_inputs, cotangents, allow_unused=True)
     # an unused input's gradient may be None in one and zeros in the other: both mean zero
     for index, (g_jit, g_eager, x) in enumerate(zip(jit_grads, eager_grads, inputs)):
@@ -131,7 +133,9 @@ def check_program(program: Program, seed: int, kw: bool = False) -> None:
 
     def call(label: str, shapes: list | None = None, dtype_: torch.dtype | None = None,
              grads_: bool | None = None, k: Any = program.k, seed_: int = seed) -> None:  # fmt: skip
-        inputs = _inputs(program, seed_, shapes or program.shapes, dtype_ or dtype, grads if grads_ is None else grads_)
+        inputs = _inputs(
+            program, seed_, shapes or program.shapes, dtype_ or dtype, grads if grads_ is None else grads_
+        )
         _call_and_compare(jitted, f, program, inputs, k, label, kw)
 
     call("first call")

@@ -91,7 +91,7 @@ def _try(line: str, env: dict) -> bool:
         exec(line, trial)
     except Exception:
         return False
-    for name, value in trial.items():
+    for value in trial.values():
         if isinstance(value, torch.Tensor) and value.device.type != "meta":
             return False
     env.update(trial)
@@ -163,6 +163,10 @@ def programs(draw: st.DrawFn, *, grads: bool | None = None) -> Program:
 
 def build(program: Program, scale: float = 1.5, w: torch.Tensor | None = None) -> tuple:
     """``(f, namespace)``: the program's function, and the globals it reads (``SCALE``, ``W``)."""
-    namespace: dict = {"torch": torch, "SCALE": scale, "W": w if w is not None else torch.randn(program.w_shape)}
+    namespace: dict = {
+        "torch": torch,
+        "SCALE": scale,
+        "W": w if w is not None else torch.randn(program.w_shape),
+    }
     exec(compile(program.source, "<fuzz program>", "exec"), namespace)
     return namespace["make"](program.c), namespace

@@ -33,13 +33,25 @@ def test_input_updated_in_place_and_returned_is_the_input_itself() -> None:
     assert thunder.jit(fn)(y) is y and torch.equal(y, torch.full((3,), 2.0))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ltorch.clone returns its input proxy (a functional trace elides copies), so a jitted "
-    "``a.clone()`` of an input is the input itself: writes to it reach the caller's tensor. Reported to "
-    "the lead: needs a copy that survives to the execution trace (a prim or a rule at the outputs).",
-)
+def test_clone_of_an_input_then_updated_in_place_keeps_the_old_value() -> None:
+    # Found by the long run: the functional clone is the input itself, and the epilogue then wrote the
+    # update into it, so ``v`` came back as ``a + 1`` (silently wrong). Fixed: such an output is
+    # snapshotted (``inplace.snapshot``) before the epilogue's copy.
+    body = "v0 = torch.neg(a)\nv1 = a.clone(); v1.copy_(a)\nv2 = torch.neg(a)\na.add_(1)\nreturn (v1, v2, a,)"
+    check_program(_program(body, [(1,)], grads=False), seed=0)
+
+    def fn(a: torch.Tensor) -> tuple:
+        v = a.clone()
+        a.add_(1)
+        return v, a
+
+    x = torch.zeros(2)
+    v, a = thunder.jit(fn)(x)
+    assert torch.equal(v, torch.zeros(2)) and a is x and torch.equal(x, torch.ones(2))
+
+
 def test_clone_of_an_input_is_a_new_tensor() -> None:
+    """clone once returned its input proxy, so a jitted ``a.clone()`` was the caller's tensor itself."""
     x = torch.ones(3)
     out = thunder.jit(lambda a: a.clone())(x)
     assert out is not x and out.data_ptr() != x.data_ptr()
@@ -60,3 +72,23 @@ def test_copy_into_a_clone_does_not_alias_the_source() -> None:
     with torch.no_grad():
         v, a = thunder.jit(fn)(x)
     assert v is not a and not v.requires_grad
+
+
+@pytest.mark.parametrize("op", [torch.maximum, torch.minimum])
+def test_maximum_minimum_gradient_against_nan_and_ties(op) -> None:  # noqa: ANN001
+    # Found by the long run: ``torch.maximum(a, b.var(0))`` over one element (var is NaN) gave ``a`` no
+    # gradient; eager gives an input all of it unless it loses the comparison (NaN: no comparison holds).
+    check_program(
+        _program(
+            f"v1 = b.var(0, keepdim=True)\nv4 = torch.{op.__name__}(a, v1)\nreturn (v4, a, b,)",
+            [(1, 1, 1), (1, 1, 1)],
+            grads=True,
+        ),
+        seed=0,
+    )
+    nan = float("nan")
+    a = torch.tensor([1.0, 2.0, 3.0, nan, 5.0], requires_grad=True)
+    b = torch.tensor([2.0, 2.0, 1.0, 1.0, nan], requires_grad=True)
+    expected = torch.autograd.grad(op(a, b), [a, b], torch.ones(5))
+    actual = torch.autograd.grad(thunder.jit(op)(a, b), [a, b], torch.ones(5))
+    torch.testing.assert_close(actual, expected)

@@ -41,7 +41,9 @@ class BrokenFusionExecutor(FusionExecutor):
         symbol = bound_symbol.symbol
         return symbol.is_leaf and symbol.module == "prims" and symbol.name in _FUSIBLE
 
-    def fuse(self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None) -> BoundSymbol:
+    def fuse(
+        self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None
+    ) -> BoundSymbol:
         produced = {p.name for b in region for p in b.proxy_outputs()}
         inputs: dict[str, TensorProxy] = {}
         for b in region:
@@ -183,7 +185,9 @@ def test_an_interrupted_transform_leaves_no_cache_entry(error: type[BaseExceptio
     _assert_recovers(jitted, _square_plus_one)
 
 
-def test_a_keyboard_interrupt_inside_the_interpreter_leaves_no_cache_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_keyboard_interrupt_inside_the_interpreter_leaves_no_cache_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from thunder.interpreter.frontend import TracingHooks
 
     original = TracingHooks.on_load

@@ -37,7 +37,7 @@ class _Hostile(torch.nn.Module):
     def __init__(self, names: list[str]):
         super().__init__()
         self.names = [n for n in names if n]  # torch refuses the empty name
-        self.layers = torch.nn.ModuleDict({n: torch.nn.Linear(3, 3) for n in self.names if n not in ("ｔorch",)})
+        self.layers = torch.nn.ModuleDict({n: torch.nn.Linear(3, 3) for n in self.names})
         for index, name in enumerate(self.names):
             target = torch.nn.Module()
             target.register_parameter(name, torch.nn.Parameter(torch.full((3,), float(index + 1))))

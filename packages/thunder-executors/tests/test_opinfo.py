@@ -304,6 +304,25 @@ def test_opinfo_other_dtypes(opinfo: OpInfo, symbol: Symbol, dtype: torch.dtype,
     check_opinfo(opinfo, symbol, dtype, mode)
 
 
+def test_container_mismatch_catches_plain_tuples_and_lists() -> None:
+    values = (torch.tensor([1.0]), torch.tensor([0]))
+    named = torch.return_types.max(values)
+    assert container_mismatch(values, named) is not None  # assert_close alone accepts this
+    assert container_mismatch(torch.return_types.min(values), named) is not None
+    assert container_mismatch(list(values), values) is not None
+    assert container_mismatch(torch.return_types.max(values), named) is None
+
+
+def test_tied_indices_must_select_the_values() -> None:
+    opinfo = next(o for o in op_db if o.name == "kthvalue")
+    sample = SampleInput(torch.tensor([[1, 1, 2]]), args=(1, 1))
+    expected = torch.return_types.kthvalue((torch.tensor([1]), torch.tensor([0])))
+    other_tie = torch.return_types.kthvalue((torch.tensor([1]), torch.tensor([1])))
+    wrong = torch.return_types.kthvalue((torch.tensor([1]), torch.tensor([2])))
+    assert with_tied_indices(opinfo, sample, other_tie, expected).indices.tolist() == [0]
+    assert with_tied_indices(opinfo, sample, wrong, expected).indices.tolist() == [2]  # left to mismatch
+
+
 def test_coverage_is_not_empty() -> None:
     assert len(COVERED) > 50, "the OpInfo database maps to surprisingly few thunder symbols"
 

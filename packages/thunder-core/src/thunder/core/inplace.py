@@ -454,6 +454,27 @@ def copy_symbol() -> Symbol:
 copy_ = _copy_into  # what ``inplace.copy_`` names in a printed trace
 
 
+def _snapshot_meta(a: TensorProxy) -> TensorProxy:
+    return a.replace()
+
+
+_snapshot_symbol: Symbol | None = None
+
+
+def snapshot_symbol() -> Symbol:
+    """``inplace.snapshot(a)``: a copy of an input's value taken before the epilogue writes into it."""
+    global _snapshot_symbol
+    if _snapshot_symbol is None:
+        _snapshot_symbol = Symbol(
+            name="snapshot", id="inplace.snapshot", meta=_snapshot_meta, module="inplace",
+            fn=torch.clone, executor=_torch_executor(),
+        )  # fmt: skip
+    return _snapshot_symbol
+
+
+snapshot = torch.clone  # what ``inplace.snapshot`` names in a printed trace
+
+
 def finish(trace: Trace, output: Any) -> Any:
     """Close a trace's mutations: the output's current values, and the epilogue's copies recorded.
 
@@ -464,7 +485,17 @@ def finish(trace: Trace, output: Any) -> Any:
         return output
     output = mutations.resolve(output)
     returned_inputs: dict[int, TensorProxy] = {}
-    for destination, value in mutations.mutated_inputs():
+    copies = mutations.mutated_inputs()
+    # An output that is an input's value from before its update (``v = a.clone(); a.add_(1); return v``:
+    # the functional clone is ``a`` itself) must not be the input, which the epilogue overwrites.
+    overwritten = {id(destination) for destination, _ in copies}
+    snapshots: dict[int, TensorProxy] = {}
+    for leaf in tree_leaves(output):
+        if id(leaf) in overwritten and id(leaf) not in snapshots and not (torch.is_grad_enabled() and leaf.requires_grad):
+            snapshots[id(leaf)] = _snapshot_meta(leaf)
+            trace.record(BoundSymbol(snapshot_symbol(), (leaf,), {}, snapshots[id(leaf)], (), grad_enabled=False))
+    output = tree_map(lambda x: snapshots.get(id(x), x) if isinstance(x, TensorProxy) else x, output)
+    for destination, value in copies:
         # recorded directly: calling the symbol would replace ``destination`` by its current value
         trace.record(BoundSymbol(copy_symbol(), (destination, value), {}, None, (), grad_enabled=False))
         if not (torch.is_grad_enabled() and (value.requires_grad or destination.requires_grad)):

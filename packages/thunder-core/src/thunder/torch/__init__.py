@@ -126,9 +126,13 @@ from thunder.torch.arrange import combinations
 from thunder.torch.padding import constant_pad_nd
 from thunder.torch.activations import safe_softmax, softmax_backward_data
 from thunder.torch.losses import gaussian_nll_loss
+from thunder.torch.views import aten_slice
+from thunder.torch.indexing import unsafe_masked_index, unsafe_masked_index_put_accumulate
+from thunder.torch.arrange import chunk_cat
 from thunder.torch.masked import (
     masked_amax, masked_amin, masked_argmax, masked_argmin, masked_cumprod, masked_cumsum, masked_log_softmax,
-    masked_logsumexp, masked_mean, masked_median, masked_prod, masked_softmax, masked_softmin, masked_sum,
+    masked_logaddexp, masked_logsumexp, masked_mean, masked_median, masked_norm, masked_normalize, masked_prod,
+    masked_softmax, masked_softmin, masked_std, masked_sum, masked_var,
 )  # fmt: skip
 from thunder.torch.windows import (
     window_bartlett, window_blackman, window_cosine, window_exponential, window_gaussian, window_general_cosine,

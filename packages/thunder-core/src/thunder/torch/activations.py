@@ -10,6 +10,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from thunder.core import dtypes
+from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
 from thunder.torch import shape
@@ -225,3 +226,11 @@ def safe_softmax(a: TensorProxy, dim: int, dtype: Any = None) -> TensorProxy:
     out = softmax(a, dim, dtype=dtype)
     masked = all_(ew.eq(a, float("-inf")), canonical_dim(dim, a.ndim), keepdim=True)
     return ew.where(masked, 0, out)
+
+
+@register_vjp(safe_softmax)
+def _safe_softmax_vjp(g: Any, a: TensorProxy, dim: int, dtype: Any, *, out: TensorProxy) -> tuple:
+    """ATen's rule, from the result: zero in fully masked slices (the decomposition's softmax is NaN there)."""
+    if g is None:
+        return (None, None, None)
+    return (softmax_backward_data(g, out, dim, a.dtype), None, None)

@@ -20,7 +20,8 @@ def _zero(a: TensorProxy) -> Any:
     return False if a.dtype is dtypes.bool8 else 0
 
 
-@torchsymbol(torch.flip, torch.Tensor.flip, method="flip", tags=SHAPE)
+# Tensor.flip first: the torch executor calls it, and it takes every spelling (``x.flip(0, 1)``, ``dims=``).
+@torchsymbol(torch.Tensor.flip, torch.flip, method="flip", tags=SHAPE)
 def flip(a: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
     dims = _shape_arg(args) if args else tuple(kwargs.pop("dims"))
     if kwargs:
@@ -102,9 +103,12 @@ def repeat(a: TensorProxy, *sizes: Any) -> TensorProxy:
     return prims.reshape(expanded, tuple(r * s for r, s in zip(repeats, shape)))
 
 
-@torchsymbol(torch.tile, torch.Tensor.tile, method="tile", tags=SHAPE)
-def tile(a: TensorProxy, dims: Sequence[int]) -> TensorProxy:
-    dims = tuple(dims)
+@torchsymbol(torch.Tensor.tile, torch.tile, method="tile", tags=SHAPE)
+def tile(a: TensorProxy, *dims: Any, **kwargs: Any) -> TensorProxy:
+    """``x.tile(2, 1)`` or ``torch.tile(x, (2, 1))``; Tensor.tile first, which takes both spellings."""
+    dims = _shape_arg(dims) if dims else tuple(kwargs.pop("dims"))
+    if kwargs:
+        raise TypeError(f"tile() got unexpected keyword arguments {sorted(kwargs)}")
     return repeat(a, (1,) * (a.ndim - len(dims)) + dims)
 
 
@@ -295,3 +299,26 @@ def combinations(a: TensorProxy, r: int = 2, with_replacement: bool = False) -> 
     if index is None:
         return prims.full((0, r), 0, device=a.device, dtype=a.dtype)
     return prims.reshape(prims.take(a, index, 0), (len(rows), r))
+
+
+@torchsymbol(torch._chunk_cat, name="chunk_cat", tags=SHAPE)
+def chunk_cat(tensors: Sequence[TensorProxy], dim: int, num_chunks: int) -> TensorProxy:
+    """Each tensor zero-padded along ``dim`` to a multiple of ``num_chunks``, viewed as
+    ``(*shape[:dim], num_chunks, -1)`` and concatenated along ``dim + 1`` (torch._decomp's definition)."""
+    if not tensors:
+        raise RuntimeError("_chunk_cat expects a non-empty input tensor list")
+    if num_chunks < 1:
+        raise RuntimeError("_chunk_cat expects positive num_chunks")
+    d = canonical_dim(dim, tensors[0].ndim)
+    pieces = []
+    for t in tensors:
+        size = t.shape[d]
+        padded = (size + num_chunks - 1) // num_chunks * num_chunks
+        if padded != size:
+            config = [(0, padded - size if i == d else 0, 0) for i in range(t.ndim)]
+            t = prims.pad(t, 0, config)
+        rest = 1
+        for extent in t.shape[d:]:
+            rest *= extent
+        pieces.append(prims.reshape(t, (*t.shape[:d], num_chunks, rest // num_chunks)))
+    return cat(pieces, d + 1)

@@ -491,3 +491,37 @@ def setitem(a: TensorProxy, key: Any, value: Any) -> TensorProxy:
 
 
 alias(torch.Tensor.__getitem__, getitem)
+
+
+def _clamped_indices(a: TensorProxy, indices: Sequence[TensorProxy | None]) -> list[TensorProxy | None]:
+    from thunder.torch.elementwise import clamp
+
+    return [None if index is None else clamp(index, 0, a.shape[i] - 1) for i, index in enumerate(indices)]
+
+
+@torchsymbol(torch._unsafe_masked_index, name="unsafe_masked_index")
+def unsafe_masked_index(a: TensorProxy, mask: TensorProxy, indices: Sequence[TensorProxy | None],
+                        fill: Any) -> TensorProxy:  # fmt: skip
+    """``a[indices]`` with out-of-range indices clamped, and ``fill`` where ``mask`` is False (torch._decomp)."""
+    from thunder.torch.elementwise import where
+
+    if mask.dtype is not dtypes.bool8:
+        raise RuntimeError(f"_unsafe_masked_index found unexpected mask dtype {mask.dtype}")
+    if a.numel() == 0:
+        shape = prims.index(a, list(indices)).shape
+        return prims.full(shape, fill, device=a.device, dtype=a.dtype)
+    return where(mask, prims.index(a, _clamped_indices(a, indices)), to_dtype(fill, a.dtype))
+
+
+@torchsymbol(torch._unsafe_masked_index_put_accumulate, name="unsafe_masked_index_put_accumulate")
+def unsafe_masked_index_put_accumulate(a: TensorProxy, mask: TensorProxy, indices: Sequence[TensorProxy | None],
+                                       values: TensorProxy) -> TensorProxy:  # fmt: skip
+    """``a.index_put(indices, values, accumulate=True)`` of the values where ``mask`` holds (torch._decomp)."""
+    from thunder.torch.elementwise import where
+
+    if mask.dtype is not dtypes.bool8:
+        raise RuntimeError(f"_unsafe_masked_index_put_accumulate found unexpected mask dtype {mask.dtype}")
+    if a.numel() == 0:
+        return prims.convert_element_type(a, a.dtype)
+    masked_values = where(mask, values, 0)
+    return prims.index_put(a, _clamped_indices(a, indices), to_dtype(masked_values, a.dtype), True)

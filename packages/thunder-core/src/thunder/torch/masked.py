@@ -158,3 +158,64 @@ masked_logsumexp = _masked("logsumexp", _logsumexp)
 masked_softmax = _masked("softmax", _normalization("max", softmax_))
 masked_log_softmax = _masked("log_softmax", _normalization("max", log_softmax_))
 masked_softmin = _masked("softmin", _normalization("min", softmin_))
+
+
+def _std_var(take_sqrt: bool) -> Callable:
+    def body(a: TensorProxy, dim: Any = None, unbiased: bool | None = None, *, correction: Any = None,
+             keepdim: bool = False, dtype: Any = None, mask: Any = None) -> TensorProxy:  # fmt: skip
+        if unbiased is not None and correction is not None:
+            raise AssertionError("Only one of unbiased and correction may be given")
+        if a.dtype.is_complex:
+            raise NotImplementedError("thunder does not support masked var and std of complex tensors yet")
+        corrected = float(correction) if correction is not None else 1.0 if unbiased is None or unbiased else 0.0
+        dtype = dtypes.to_dtype(dtype) if dtype is not None else a.dtype
+        if not dtype.is_floating_point:
+            dtype = dtypes.float32
+        dims = _dims(dim, a.ndim)
+        present = prims.full(a.shape, 1, device=a.device, dtype=dtypes.int64) if mask is None else to_dtype(
+            expand_to(mask, a.shape), dtypes.bool8
+        )
+        count = reductions.sum(present, dims, True)
+        sample_mean = ew.true_divide(_sum(a, dim, keepdim=True, dtype=dtype, mask=mask), count)
+        x = ew.sub(a, sample_mean)
+        total = _sum(ew.mul(x, x), dim, keepdim=keepdim, dtype=dtype, mask=mask)
+        if not keepdim:
+            count = prims.reshape(count, total.shape)
+        if corrected != 0:
+            count = ew.maximum(ew.sub(to_dtype(count, dtype), corrected), prims.full((), 0, device=a.device, dtype=dtype))
+        output = to_dtype(ew.true_divide(total, count), dtype)
+        return ew.sqrt(output) if take_sqrt else output
+
+    return body
+
+
+def _norm(a: TensorProxy, ord: Any = 2.0, dim: Any = None, *, keepdim: bool = False, dtype: Any = None,  # noqa: A002
+          mask: Any = None) -> TensorProxy:  # fmt: skip
+    from thunder.torch.norms import vector_norm
+
+    dtype = dtype if dtype is not None else a.dtype
+    combined = _combined("min" if ord == float("-inf") else "sum", a, mask)
+    return vector_norm(combined, ord, _dims(dim, a.ndim), bool(keepdim), dtype=dtype)
+
+
+def _normalize(a: TensorProxy, ord: float, dim: int, *, eps: float = 1e-12, dtype: Any = None,
+               mask: Any = None) -> TensorProxy:  # fmt: skip
+    dtype = dtype if dtype is not None else a.dtype
+    norm_ = _norm(a, ord, dim, keepdim=True, dtype=dtype, mask=mask)
+    denominator = ew.maximum(norm_, prims.full((), eps, device=norm_.device, dtype=norm_.dtype))
+    return ew.true_divide(_combined("sum", a, mask), denominator)
+
+
+@torchsymbol(torch.masked.logaddexp, tags=frozenset({"elementwise"}))
+def masked_logaddexp(a: TensorProxy, other: TensorProxy, *, dtype: Any = None, input_mask: Any = None,
+                     other_mask: Any = None) -> TensorProxy:  # fmt: skip
+    from thunder.torch.pointwise import logaddexp
+
+    dtype = dtypes.to_dtype(dtype if dtype is not None else a.dtype)
+    return to_dtype(logaddexp(_combined("max", a, input_mask), _combined("max", other, other_mask)), dtype)
+
+
+masked_var = _masked("var", _std_var(take_sqrt=False))
+masked_std = _masked("std", _std_var(take_sqrt=True))
+masked_norm = _masked("norm", _norm)
+masked_normalize = _masked("normalize", _normalize)

@@ -19,8 +19,8 @@ from thunder.torch.views import _slice_dim, diagonal, narrow
 
 @torchsymbol(torch.clone, torch.Tensor.clone, method="clone")
 def clone(a: TensorProxy, *, memory_format: Any = None) -> TensorProxy:
-    """A copy; in a functional trace, the same value."""
-    return a
+    """A copy: a new tensor (never the input itself, which the caller could then write into)."""
+    return prims.copy(a)
 
 
 @torchsymbol(torch.fill, method="fill")

@@ -388,3 +388,16 @@ def expand_copy(a: TensorProxy, size: Sequence[int], *, implicit: bool = False) 
 @torchsymbol(torch.alias_copy, tags=SHAPE)
 def alias_copy(a: TensorProxy) -> TensorProxy:
     return a
+
+
+@torchsymbol(torch.ops.aten.slice.Tensor, torch.ops.aten.slice, name="aten_slice", tags=SHAPE)
+def aten_slice(a: TensorProxy, dim: int = 0, start: int | None = None, end: int | None = None,
+               step: int = 1) -> TensorProxy:  # fmt: skip
+    """ATen's ``slice``: ``a[..., start:end:step]`` along ``dim``, the bounds clamped as Python clamps them."""
+    from thunder.torch.nn_common import narrow as narrow_steps
+
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    d = canonical_dim(dim, a.ndim)
+    begin, stop, _ = slice(start, end, step).indices(a.shape[d])
+    return narrow_steps(a, d, begin, len(range(begin, stop, step)), step)

@@ -77,6 +77,7 @@ def _claim_torch_language() -> None:
 
 # Prims whose arguments match a PyTorch function's.
 _SAME_SIGNATURE: dict[Symbol, Callable] = {
+    prims.copy: torch.clone,
     prims.convert_element_type: torch.Tensor.to,
     prims.full: torch.full,
     prims.reshape: torch.reshape,

@@ -183,10 +183,11 @@ def _binary_vjp(
     return vjp
 
 
-def _max_min_vjp(wins: Symbol) -> Callable:
-    # Like eager, a tie splits the gradient evenly between the two inputs.
+def _max_min_vjp(loses: Symbol) -> Callable:
+    # Like eager, a tie splits the gradient evenly between the two inputs, and only an input that
+    # loses gets none: against a NaN (no comparison holds) both get all of it, as in eager.
     def share(g: Any, mine: Any, other: Any) -> Any:
-        return where(wins(mine, other), g, where(eq(mine, other), mul(g, 0.5), 0.0))
+        return where(loses(mine, other), 0.0, where(eq(mine, other), mul(g, 0.5), g))
 
     return _binary_vjp(lambda g, a, b, out: share(g, a, b), lambda g, a, b, out: share(g, b, a))
 
@@ -221,8 +222,8 @@ register_vjp(remainder)(
     _binary_vjp(lambda g, a, b, out: g, lambda g, a, b, out: neg(mul(g, floor(div(a, b)))))
 )
 register_vjp(fmod)(_binary_vjp(lambda g, a, b, out: g, lambda g, a, b, out: neg(mul(g, trunc(div(a, b))))))
-register_vjp(maximum)(_max_min_vjp(gt))
-register_vjp(minimum)(_max_min_vjp(lt))
+register_vjp(maximum)(_max_min_vjp(lt))
+register_vjp(minimum)(_max_min_vjp(gt))
 register_vjp(atan2)(
     _binary_vjp(
         lambda g, a, b, out: div(mul(g, b), _atan2_denominator(a, b)),
@@ -328,6 +329,17 @@ def _reshape_meta(a: TensorProxy, shape: Sequence[int]) -> TensorProxy:
 reshape = make_prim("reshape", _reshape_meta, tags=SHAPE)
 
 register_vjp(reshape)(lambda g, a, shape, *, out: (None if g is None else reshape(g, a.shape), None))
+
+
+def _copy_meta(a: TensorProxy) -> TensorProxy:
+    return a.replace()
+
+
+# A new tensor with the same values: ``clone`` must not hand back its input, which the caller may
+# then write into (traces are functional, but their outputs are real tensors).
+copy = make_prim("copy", _copy_meta)
+
+register_vjp(copy)(lambda g, a, *, out: (g,))
 
 
 def _transpose_meta(a: TensorProxy, permutation: Sequence[int]) -> TensorProxy:
