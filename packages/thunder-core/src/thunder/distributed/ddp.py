@@ -34,8 +34,9 @@ from thunder.distributed.rewrite import Inserter, producers, returned
 __all__ = ["DDPTransform", "all_reduce_gradients", "synchronize_gradients"]
 
 
-def all_reduce_gradients(backward: Trace, positions: list[int], world_size: int, bucket_bytes: int) -> Trace:
-    """``backward`` with the gradients it returns at ``positions`` averaged over the processes."""
+def gradient_buckets(backward: Trace, positions: Any, bucket_bytes: int) -> tuple[int, Any, list]:
+    """The index of the backward's return, the gradients it returns, and those at ``positions``
+    grouped into buckets in the order the backward produces them (lists of (producer, position))."""
     return_index, return_symbol = returned(backward)
     grads = return_symbol.args[0]
     made = producers(backward)
@@ -46,6 +47,12 @@ def all_reduce_gradients(backward: Trace, positions: list[int], world_size: int,
         lambda item: tensor_key(grads[item[1]]),
         bucket_bytes,
     )
+    return return_index, grads, buckets
+
+
+def all_reduce_gradients(backward: Trace, positions: list[int], world_size: int, bucket_bytes: int) -> Trace:
+    """``backward`` with the gradients it returns at ``positions`` averaged over the processes."""
+    return_index, grads, buckets = gradient_buckets(backward, positions, bucket_bytes)
     inserter = Inserter(
         backward, f"DDP: gradients all-reduced in {len(buckets)} buckets as they are produced"
     )

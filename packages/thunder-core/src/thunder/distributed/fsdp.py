@@ -38,9 +38,9 @@ from thunder.distributed.buckets import (
     tensor_bytes,
     tensor_key,
 )
-from thunder.distributed.ddp import all_reduce_gradients
+from thunder.distributed.ddp import all_reduce_gradients, gradient_buckets
 from thunder.distributed.parameters import computation_inputs
-from thunder.distributed.rewrite import Inserter, first_uses, producers, returned
+from thunder.distributed.rewrite import Inserter, first_uses
 from thunder.distributed.sharding import ShardInfo, full_size_parameters, shard_parameters
 
 __all__ = ["FSDPTransform", "SHARDING_STRATEGIES", "gather_parameters", "reduce_scatter_gradients"]
@@ -115,16 +115,7 @@ def reduce_scatter_gradients(backward: Trace, positions: dict[int, ShardInfo], b
     Gradients go in buckets in the order the backward produces them; a bucket's reduce-scatter
     starts right after its last gradient is produced and is waited for before the return.
     """
-    return_index, return_symbol = returned(backward)
-    grads = return_symbol.args[0]
-    made = producers(backward)
-    ready = sorted((made.get(grads[p].name, -1), p) for p in positions if isinstance(grads[p], TensorProxy))
-    buckets = group(
-        ready,
-        lambda item: tensor_bytes(grads[item[1]]),
-        lambda item: tensor_key(grads[item[1]]),
-        bucket_bytes,
-    )
+    return_index, grads, buckets = gradient_buckets(backward, positions, bucket_bytes)
     inserter = Inserter(
         backward, f"FSDP: gradients reduce-scattered in {len(buckets)} buckets as they are produced"
     )
