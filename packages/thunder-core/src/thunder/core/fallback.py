@@ -207,6 +207,12 @@ def _evaluate(fn: Callable, args: tuple, kwargs: dict) -> tuple[Any, bool]:
 
 
 def _to_proxies(fn: Callable, output: Any, device: devices.Device | None) -> Any:
+    if isinstance(output, torch.Size):  # Python ints, even when empty (tree_map would make it a tuple)
+        raise UnsupportedTorchFunctionError(
+            f"{torch_name(fn)} has no thunder symbol and cannot fall back to PyTorch: it returns a torch.Size, "
+            "a Python value"
+        )
+
     def convert(x: Any) -> Any:
         if isinstance(x, torch.Tensor):
             where = device if x.device.type == "meta" and device is not None else x.device

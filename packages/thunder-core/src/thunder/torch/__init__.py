@@ -120,7 +120,9 @@ from thunder.torch.conversions import (  # noqa: A004
     bfloat16, bool, byte, cdouble, cfloat, char, double, float, half, int, long, short, to, type, type_as,
 )  # fmt: skip
 # ops A modules: end
-from thunder.torch.reflected import radd, rdiv, rfloordiv, rmatmul, rmod, rmul, rpow
+from thunder.torch.reflected import (
+    radd, rbitwise_and, rbitwise_or, rbitwise_xor, rdiv, rfloordiv, rmatmul, rmod, rmul, rpow,
+)  # fmt: skip
 from thunder.torch.linalg import cross, linalg_cross, vander
 from thunder.torch.arrange import combinations
 from thunder.torch.padding import constant_pad_nd

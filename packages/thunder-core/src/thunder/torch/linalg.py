@@ -15,8 +15,8 @@ import torch.nn.functional as F
 from thunder.core import dtypes, prims
 from thunder.core.promotion import broadcast_shapes
 from thunder.core.proxies import TensorProxy
-from thunder.torch import elementwise as ew
 from thunder.torch import arrange, reductions, shape
+from thunder.torch import elementwise as ew
 from thunder.torch.nn import matmul
 from thunder.torch.nn_common import narrow
 from thunder.torch.registry import torchsymbol
@@ -267,10 +267,46 @@ def multi_dot(tensors: Sequence[TensorProxy], *, out: Any = None) -> TensorProxy
                 f"multi_dot(): tensor {i} must be {' or '.join(map(str, allowed))}D but got {t.ndim}D"
             )
     _same_dtype("multi_dot", *tensors)
-    result = tensors[0]
-    for t in tensors[1:]:
-        result = matmul(result, t)
-    return result
+    if len(tensors) == 2:
+        return matmul(tensors[0], tensors[1])
+    # as matrices (a vector first is a row, last a column), multiplied in eager's order: it rounds the same
+    first, last = tensors[0], tensors[-1]
+    matrices = [
+        prims.reshape(first, (1, first.shape[0])) if first.ndim == 1 else first,
+        *tensors[1:-1],
+        prims.reshape(last, (last.shape[0], 1)) if last.ndim == 1 else last,
+    ]
+    result = _chain_product(matrices, _chain_order(matrices), 0, len(matrices) - 1)
+    shape = (*first.shape[:-1], *last.shape[1:])  # the vector dims squeezed again
+    return prims.reshape(result, shape) if result.shape != shape else result
+
+
+def _chain_order(matrices: Sequence[TensorProxy]) -> list[list[int]]:
+    """ATen's ``matrix_chain_order``: where to split each sub-chain i..j; three matrices have ATen's own
+    test, which breaks a tie the other way (left pair first)."""
+    n = len(matrices)
+    p = [m.shape[0] for m in matrices] + [matrices[-1].shape[1]]
+    if n == 3:
+        left_first, right_first = p[0] * p[2] * (p[1] + p[3]), p[1] * p[3] * (p[0] + p[2])
+        return [[0, 0, 0 if left_first > right_first else 1], [0] * 3, [0] * 3]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
+
+
+def _chain_product(matrices: Sequence[TensorProxy], split: list[list[int]], i: int, j: int) -> TensorProxy:
+    if i == j:
+        return matrices[i]
+    k = split[i][j]
+    return matmul(_chain_product(matrices, split, i, k), _chain_product(matrices, split, k + 1, j))
 
 
 @torchsymbol(F.bilinear)

@@ -57,7 +57,9 @@ def _combined(kind: str, a: TensorProxy, mask: TensorProxy | None) -> TensorProx
     if mask is None:
         return a
     if mask.ndim > a.ndim:
-        raise IndexError("_input_mask expected broadcastable mask (got mask dimensionality higher than of the input)")
+        raise IndexError(
+            "_input_mask expected broadcastable mask (got mask dimensionality higher than of the input)"
+        )
     mask = to_dtype(expand_to(mask, a.shape), dtypes.bool8)
     fill = prims.full((), _identity(kind, a), device=a.device, dtype=a.dtype)
     return ew.where(mask, a, fill)
@@ -77,12 +79,16 @@ def _accumulated_dtype(a: TensorProxy, dtype: Any) -> Any:
     return dtypes.int64 if a.dtype in _SMALL_INTEGERS else a.dtype
 
 
-def _sum(a: TensorProxy, dim: Any = None, *, keepdim: bool = False, dtype: Any = None, mask: Any = None) -> TensorProxy:
+def _sum(
+    a: TensorProxy, dim: Any = None, *, keepdim: bool = False, dtype: Any = None, mask: Any = None
+) -> TensorProxy:
     dtype = _accumulated_dtype(a, dtype)
     return reductions.sum(_combined("sum", a, mask), _dims(dim, a.ndim), bool(keepdim), dtype=dtype)
 
 
-def _prod(a: TensorProxy, dim: Any = None, *, keepdim: bool = False, dtype: Any = None, mask: Any = None) -> TensorProxy:
+def _prod(
+    a: TensorProxy, dim: Any = None, *, keepdim: bool = False, dtype: Any = None, mask: Any = None
+) -> TensorProxy:
     result = to_dtype(_combined("prod", a, mask), dtypes.to_dtype(_accumulated_dtype(a, dtype)))
     for d in reversed(_dims(dim, a.ndim)):
         result = reductions.prod(result, d, bool(keepdim))
@@ -108,22 +114,28 @@ def _extremum(kind: str, reduce: Callable, *, index: bool = False) -> Callable:
     return body
 
 
-def _mean(a: TensorProxy, dim: Any = None, *, keepdim: bool = False, dtype: Any = None, mask: Any = None) -> TensorProxy:
+def _mean(
+    a: TensorProxy, dim: Any = None, *, keepdim: bool = False, dtype: Any = None, mask: Any = None
+) -> TensorProxy:
     dtype = dtypes.to_dtype(dtype if dtype is not None else a.dtype)
     if not (dtype.is_floating_point or dtype.is_complex):
         raise ValueError(
             f"mean(): Could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {dtype}"
         )
     dims = _dims(dim, a.ndim)
-    present = prims.full(a.shape, 1, device=a.device, dtype=dtypes.int64) if mask is None else to_dtype(
-        expand_to(mask, a.shape), dtypes.bool8
+    present = (
+        prims.full(a.shape, 1, device=a.device, dtype=dtypes.int64)
+        if mask is None
+        else to_dtype(expand_to(mask, a.shape), dtypes.bool8)
     )
     count = reductions.sum(present, dims, bool(keepdim))
     total = _sum(a, dim, keepdim=keepdim, dtype=dtype, mask=mask)
     return ew.true_divide(total, count)
 
 
-def _median(a: TensorProxy, dim: int = -1, *, keepdim: bool = False, dtype: Any = None, mask: Any = None) -> TensorProxy:
+def _median(
+    a: TensorProxy, dim: int = -1, *, keepdim: bool = False, dtype: Any = None, mask: Any = None
+) -> TensorProxy:
     if not a.dtype.is_floating_point:
         raise NotImplementedError("masked median of integer tensors checks the data for fully masked rows")
     d = _dims(dim, a.ndim)[0]
@@ -167,13 +179,17 @@ def _std_var(take_sqrt: bool) -> Callable:
             raise AssertionError("Only one of unbiased and correction may be given")
         if a.dtype.is_complex:
             raise NotImplementedError("thunder does not support masked var and std of complex tensors yet")
-        corrected = float(correction) if correction is not None else 1.0 if unbiased is None or unbiased else 0.0
+        corrected = (
+            float(correction) if correction is not None else 1.0 if unbiased is None or unbiased else 0.0
+        )
         dtype = dtypes.to_dtype(dtype) if dtype is not None else a.dtype
         if not dtype.is_floating_point:
             dtype = dtypes.float32
         dims = _dims(dim, a.ndim)
-        present = prims.full(a.shape, 1, device=a.device, dtype=dtypes.int64) if mask is None else to_dtype(
-            expand_to(mask, a.shape), dtypes.bool8
+        present = (
+            prims.full(a.shape, 1, device=a.device, dtype=dtypes.int64)
+            if mask is None
+            else to_dtype(expand_to(mask, a.shape), dtypes.bool8)
         )
         count = reductions.sum(present, dims, True)
         sample_mean = ew.true_divide(_sum(a, dim, keepdim=True, dtype=dtype, mask=mask), count)
@@ -182,7 +198,9 @@ def _std_var(take_sqrt: bool) -> Callable:
         if not keepdim:
             count = prims.reshape(count, total.shape)
         if corrected != 0:
-            count = ew.maximum(ew.sub(to_dtype(count, dtype), corrected), prims.full((), 0, device=a.device, dtype=dtype))
+            count = ew.maximum(
+                ew.sub(to_dtype(count, dtype), corrected), prims.full((), 0, device=a.device, dtype=dtype)
+            )
         output = to_dtype(ew.true_divide(total, count), dtype)
         return ew.sqrt(output) if take_sqrt else output
 

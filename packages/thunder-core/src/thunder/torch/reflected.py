@@ -21,12 +21,20 @@ from thunder.torch.registry import alias, torchsymbol
 ELEMENTWISE = frozenset({"elementwise"})
 
 
-def _reflected(name: str, forward: Callable[[Any, Any], Any], *, tags: frozenset[str] = ELEMENTWISE) -> Symbol:
+def _reflected(
+    dunder: str,
+    forward: Callable[[Any, Any], Any],
+    *,
+    name: str | None = None,
+    tags: frozenset[str] = ELEMENTWISE,
+) -> Symbol:
+    """The symbol for ``torch.Tensor.__<dunder>__``, printed as ``ltorch.<name>`` (``dunder`` by default)."""
+
     def op(a: TensorProxy, other: Any) -> Any:
         return forward(other, a)
 
-    op.__name__ = op.__qualname__ = name
-    return torchsymbol(getattr(torch.Tensor, f"__{name}__"), tags=tags)(op)
+    op.__name__ = op.__qualname__ = name or dunder
+    return torchsymbol(getattr(torch.Tensor, f"__{dunder}__"), tags=tags)(op)
 
 
 radd = _reflected("radd", ew.add)
@@ -35,6 +43,10 @@ rmod = _reflected("rmod", ew.remainder)
 rpow = _reflected("rpow", ew.pow)
 rfloordiv = _reflected("rfloordiv", ew.floor_divide)
 rmatmul = _reflected("rmatmul", matmul, tags=frozenset())
+# not ``rand``: that name is the random factory's
+rbitwise_and = _reflected("rand", ew.bitwise_and, name="rbitwise_and")
+rbitwise_or = _reflected("ror", ew.bitwise_or, name="rbitwise_or")
+rbitwise_xor = _reflected("rxor", ew.bitwise_xor, name="rbitwise_xor")
 
 
 @torchsymbol(torch.Tensor.__rdiv__, torch.Tensor.__rtruediv__, tags=ELEMENTWISE)

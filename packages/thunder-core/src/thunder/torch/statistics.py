@@ -18,8 +18,8 @@ from thunder.torch import reductions
 from thunder.torch.nn import mm
 from thunder.torch.pointwise import lerp
 from thunder.torch.registry import torchsymbol
-from thunder.torch.views import diagonal
 from thunder.torch.utils import canonical_dim, expand_to, structseq, to_dtype
+from thunder.torch.views import diagonal
 
 REDUCTION = frozenset({"reduction"})
 
@@ -30,11 +30,17 @@ REDUCTION = frozenset({"reduction"})
 
 @torchsymbol(torch.cov, torch.Tensor.cov, method="cov", tags=REDUCTION)
 def cov(
-    a: TensorProxy, *, correction: int = 1, fweights: TensorProxy | None = None, aweights: TensorProxy | None = None
+    a: TensorProxy,
+    *,
+    correction: int = 1,
+    fweights: TensorProxy | None = None,
+    aweights: TensorProxy | None = None,
 ) -> TensorProxy:
     """ATen's ``cov``: rows are variables, columns observations; weights multiply."""
     if a.ndim > 2:
-        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with {a.ndim} dimensions")
+        raise RuntimeError(
+            f"cov(): expected input to have two or fewer dimensions but got an input with {a.ndim} dimensions"
+        )
     x = prims.reshape(a, (1, a.numel())) if a.ndim < 2 else a
     observations = x.shape[1]
     weights = None
@@ -42,13 +48,21 @@ def cov(
         if w is None:
             continue
         if w.ndim > 1:
-            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with {w.ndim} dimensions")
+            raise RuntimeError(
+                f"cov(): expected {name} to have one or fewer dimensions but got {name} with {w.ndim} dimensions"
+            )
         if w.numel() != observations:
-            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the input but got {w.numel()} != {observations}")
+            raise RuntimeError(
+                f"cov(): expected {name} to have the same numel as there are observations in the input but got {w.numel()} != {observations}"
+            )
         if name == "fweights" and (w.dtype.is_floating_point or w.dtype.is_complex):
-            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with {w.dtype.name} dtype")
+            raise RuntimeError(
+                f"cov(): expected fweights to have integral dtype but got fweights with {w.dtype.name} dtype"
+            )
         if name == "aweights" and not w.dtype.is_floating_point:
-            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with {w.dtype.name} dtype")
+            raise RuntimeError(
+                f"cov(): expected aweights to have floating point dtype but got aweights with {w.dtype.name} dtype"
+            )
         weights = w if weights is None else ew.mul(weights, w)
     if weights is None:
         weight_sum: Any = prims.full((), observations, device=a.device, dtype=dtypes.int64)
@@ -57,7 +71,10 @@ def cov(
         weight_sum = reductions.sum(weights)
         average = ew.true_divide(reductions.sum(ew.mul(x, weights), 1), weight_sum)
     if weights is not None and aweights is not None and correction != 0:
-        norm = ew.sub(weight_sum, ew.true_divide(ew.mul(reductions.sum(ew.mul(weights, aweights)), correction), weight_sum))
+        norm = ew.sub(
+            weight_sum,
+            ew.true_divide(ew.mul(reductions.sum(ew.mul(weights, aweights)), correction), weight_sum),
+        )
     else:
         norm = ew.sub(weight_sum, correction)
     norm = ew.where(ew.le(norm, 0), 0, norm)  # eager warns and divides by zero
@@ -89,11 +106,15 @@ def _search(sorted_sequence: TensorProxy, values: Any, right: bool, out_int32: b
     dtype = dtypes.int32 if out_int32 else dtypes.int64
     if not isinstance(values, TensorProxy):
         if sorted_sequence.ndim != 1:
-            raise RuntimeError("torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension is 1")
+            raise RuntimeError(
+                "torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension is 1"
+            )
         values = prims.full((), values, device=sorted_sequence.device, dtype=sorted_sequence.dtype)
     if sorted_sequence.ndim == 1:  # every value against the whole sequence
         length = sorted_sequence.shape[0]
-        below = compare(expand_to(sorted_sequence, (*values.shape, length)), prims.reshape(values, (*values.shape, 1)))
+        below = compare(
+            expand_to(sorted_sequence, (*values.shape, length)), prims.reshape(values, (*values.shape, 1))
+        )
         return to_dtype(reductions.sum(below, -1) if values.ndim or length else reductions.sum(below), dtype)
     if sorted_sequence.shape[:-1] != values.shape[:-1] or values.ndim != sorted_sequence.ndim:
         raise RuntimeError(
@@ -101,7 +122,9 @@ def _search(sorted_sequence: TensorProxy, values: Any, right: bool, out_int32: b
             "tensor and input value tensor must match"
         )
     batch, length, count = values.shape[:-1], sorted_sequence.shape[-1], values.shape[-1]
-    sequence = prims.broadcast_in_dim(sorted_sequence, (*batch, count, length), (*range(len(batch)), len(batch) + 1))
+    sequence = prims.broadcast_in_dim(
+        sorted_sequence, (*batch, count, length), (*range(len(batch)), len(batch) + 1)
+    )
     column = prims.broadcast_in_dim(values, (*batch, count, length), tuple(range(len(batch) + 1)))
     return to_dtype(reductions.sum(compare(sequence, column), -1), dtype)
 
@@ -113,7 +136,9 @@ def searchsorted(sorted_sequence: TensorProxy, values: Any, *, out_int32: bool =
         if side not in ("left", "right"):
             raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
         if right and side == "left":
-            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True")
+            raise RuntimeError(
+                "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True"
+            )
         right = side == "right"
     if sorter is not None:
         if sorter.shape != sorted_sequence.shape:
@@ -123,7 +148,9 @@ def searchsorted(sorted_sequence: TensorProxy, values: Any, *, out_int32: bool =
 
 
 @torchsymbol(torch.bucketize, tags=REDUCTION)
-def bucketize(a: Any, boundaries: TensorProxy, *, out_int32: bool = False, right: bool = False) -> TensorProxy:
+def bucketize(
+    a: Any, boundaries: TensorProxy, *, out_int32: bool = False, right: bool = False
+) -> TensorProxy:
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return _search(boundaries, a, right, out_int32)
@@ -138,11 +165,13 @@ def histc(a: TensorProxy, bins: int = 100, min: float = 0, max: float = 0) -> Te
     """Counts in ``bins`` equal bins over [min, max] (the data's range when they are equal), as eager bins:
     ``int((x - left) * bins / (right - left))`` in the input's dtype, the right edge in the last bin."""
     if not a.dtype.is_floating_point:
-        raise RuntimeError(f"torch.histc: input tensor and hist tensor should have the same dtype, but got input {a.dtype.name}")
+        raise RuntimeError(
+            f"torch.histc: input tensor and hist tensor should have the same dtype, but got input {a.dtype.name}"
+        )
     if bins <= 0:
         raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for dimension 0")
     if min > max:
-        raise RuntimeError(f"torch.histc: max must be larger than min")
+        raise RuntimeError("torch.histc: max must be larger than min")
     left: Any = float(min)
     right: Any = float(max)
     if left == right and a.numel() > 0:
@@ -169,7 +198,9 @@ def histc(a: TensorProxy, bins: int = 100, min: float = 0, max: float = 0) -> Te
 # Order statistics: quantiles and the mode
 
 
-def _quantile(a: TensorProxy, q: Any, dim: int | None, keepdim: bool, interpolation: str, ignore_nan: bool) -> TensorProxy:
+def _quantile(
+    a: TensorProxy, q: Any, dim: int | None, keepdim: bool, interpolation: str, ignore_nan: bool
+) -> TensorProxy:
     name = "nanquantile" if ignore_nan else "quantile"
     if a.numel() == 0:
         raise RuntimeError(f"{name}() input tensor must be non-empty")
@@ -289,5 +320,3 @@ def logcumsumexp(a: TensorProxy, dim: int) -> TensorProxy:
     peak = ew.where(ew.isfinite(peak), peak, 0.0)
     total = prims.cumsum(ew.exp(ew.sub(x, peak)), d)
     return to_dtype(ew.add(ew.log(total), peak), a.dtype)
-
-

@@ -125,7 +125,9 @@ def _general_cosine(M: int, *, a: Iterable, sym: bool, dtype: dtypes.dtype, devi
     return reductions.sum(ew.mul(prims.reshape(a_i, (n, 1)), ew.cos(angles)), 0)
 
 
-def _general_hamming(M: int, *, alpha: float = 0.54, sym: bool, dtype: dtypes.dtype, device: Any) -> TensorProxy:  # noqa: N803
+def _general_hamming(
+    M: int, *, alpha: float = 0.54, sym: bool, dtype: dtypes.dtype, device: Any
+) -> TensorProxy:  # noqa: N803
     return _general_cosine(M, a=[alpha, 1.0 - alpha], sym=sym, dtype=dtype, device=device)
 
 
