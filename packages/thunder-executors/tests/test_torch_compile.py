@@ -7,11 +7,11 @@ region, so the default test is one small MLP; the GPT-like block is marked slow.
 from __future__ import annotations
 
 import copy
-import math
 
 import pytest
 import torch
 import torch.nn.functional as F
+from tiny_models import Block
 
 import thunder
 from thunder.executors import torch_compile_executor
@@ -73,30 +73,9 @@ def test_random_prims_stay_with_the_torch_executor() -> None:
     assert "TorchCompile0(" in str(trace)
 
 
-class Block(torch.nn.Module):
-    """A GPT-style block: layer norms, causal attention written out, tanh-GELU MLP, residuals."""
-
-    def __init__(self, dim: int = 16, heads: int = 2):
-        super().__init__()
-        self.heads = heads
-        self.ln_1, self.ln_2 = torch.nn.LayerNorm(dim), torch.nn.LayerNorm(dim)
-        self.qkv, self.proj = torch.nn.Linear(dim, 3 * dim), torch.nn.Linear(dim, dim)
-        self.fc, self.out = torch.nn.Linear(dim, 4 * dim), torch.nn.Linear(4 * dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        batch, seq, dim = x.shape
-        q, k, v = self.qkv(self.ln_1(x)).split(dim, dim=2)
-        q, k, v = (t.view(batch, seq, self.heads, dim // self.heads).transpose(1, 2) for t in (q, k, v))
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(dim // self.heads)
-        mask = torch.ones(seq, seq, dtype=torch.bool, device=x.device).tril()
-        attention = F.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1) @ v
-        x = x + self.proj(attention.transpose(1, 2).reshape(batch, seq, dim))
-        return x + self.out(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
-
-
 @pytest.mark.slow
 def test_gpt_block_forward_and_backward_match_eager() -> None:
     torch.manual_seed(0)
-    forward, backward = _check_training_step(Block().to(DEVICE), torch.randn(2, 8, 16, device=DEVICE))
+    forward, backward = _check_training_step(Block(16, 2).to(DEVICE), torch.randn(2, 8, 16, device=DEVICE))
     assert "TorchCompile0(" in forward and "prims.amax(" in forward
     assert "TorchCompile0(" in backward
