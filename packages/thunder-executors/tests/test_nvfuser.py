@@ -100,3 +100,26 @@ def test_mlp_training_trace_shows_nvfusion_regions_with_prims() -> None:
     jitted(x).sum().backward()
     forward = str(thunder.last_traces(jitted)[-1])
     assert "nvFusion0(" in forward and "# t" in forward and "prims." in forward
+
+
+def test_low_rank_outputs_beside_a_softmax_are_exact_whatever_memory_held() -> None:
+    """A region returning ``~mask`` (the causal mask a training step saves) beside a softmax of
+    higher rank gives exactly eager's values, also when the allocator hands out blocks that held other
+    data (NaNs here); see ``_side_outputs`` in the executor."""
+
+    def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        hidden = ~mask
+        return torch.softmax(scores.masked_fill(hidden, float("-inf")), -1), hidden
+
+    jfn = thunder.jit(masked_softmax, executors=["nvfuser"])
+    scores = _randn(2, 4, 16, 16, dtype=torch.float32)
+    mask = torch.ones(16, 16, dtype=torch.bool, device=DEVICE).tril()
+    expected = masked_softmax(scores, mask)
+    for _ in range(5):
+        junk = [torch.full((n,), float("nan"), device=DEVICE) for n in (64, 256, 1024, 4096) for _ in range(8)]
+        del junk
+        probabilities, hidden = jfn(scores, mask)
+        assert torch.equal(hidden, expected[1])
+        assert torch.equal(hidden.view(torch.uint8), expected[1].view(torch.uint8))  # bytes 0 and 1 only
+        torch.testing.assert_close(probabilities, expected[0])
+    assert "nvFusion0(" in str(thunder.last_traces(jfn)[-1])

@@ -79,3 +79,34 @@ def test_reductions_over_the_same_axes_and_of_different_tensors_stay_together() 
         return torch.softmax(normalized, -1) * y.sum(0)
 
     assert len(_regions(fn, torch.randn(8, 16), torch.randn(4, 16))) == 1
+
+
+def _runners(fn, *inputs: torch.Tensor) -> list:
+    jitted = thunder.jit(fn, executors=["torch"])
+    jitted(*inputs)
+    fused = claim_executors(thunder.last_traces(jitted)[0], [AnyDeviceNvFuser("nvfuser_on_cpu"), torch_executor])
+    return [b.symbol.fn.runner for b in fused.bound_symbols if b.symbol.name.startswith("nvFusion")]
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    hidden = ~mask  # a training step saves this low-rank value for the backward
+    return torch.softmax(scores.masked_fill(hidden, float("-inf")), -1), hidden
+
+
+def test_outputs_from_low_rank_inputs_alone_get_a_stage_of_their_own() -> None:
+    (runner,) = _runners(masked_softmax, torch.randn(2, 4, 16, 16), torch.ones(16, 16, dtype=torch.bool).tril())
+    first, rest = runner.stages
+    assert [b.symbol.name for b in first.region] == ["bitwise_not"]
+    hidden = first.region[0].output.name
+    assert [p.name for p in first.outputs] == [hidden] and hidden in {p.name for p in runner.outputs}
+    assert first.outputs[0].name in {p.name for p in rest.inputs}
+    assert {p.name for p in rest.outputs} | {p.name for p in first.outputs} == {p.name for p in runner.outputs}
+    assert sum(len(stage.region) for stage in runner.stages) == len(runner.region)
+
+
+def test_regions_whose_outputs_all_come_from_wide_values_are_one_stage() -> None:
+    def fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:  # w (rank 1) is only read inside
+        return torch.softmax(x * w, -1)
+
+    (runner,) = _runners(fn, torch.randn(4, 8), torch.randn(8))
+    assert len(runner.stages) == 1

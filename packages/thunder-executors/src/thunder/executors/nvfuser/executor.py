@@ -44,20 +44,101 @@ def nvfuser_module() -> Any:
     return _module
 
 
-class FusionRunner:
-    """The callable of an ``nvFusion`` bound symbol: one definition per input layout."""
+class FusionStage:
+    """One fusion definition of a region, cached per input layout."""
 
     def __init__(self, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]):
         self.region, self.inputs, self.outputs = region, inputs, outputs
         self.definitions: dict[tuple, Any] = {}
 
-    def __call__(self, *tensors: torch.Tensor) -> tuple:
+    def __call__(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         key = tuple(layout_key(t) for t in tensors)
         fd = self.definitions.get(key)
         if fd is None:
-            fd = define_fusion(nvfuser_module(), self.region, self.inputs, self.outputs, list(tensors))
+            fd = define_fusion(nvfuser_module(), self.region, self.inputs, self.outputs, tensors)
             self.definitions[key] = fd
-        return tuple(fd.execute(list(tensors)))
+        return list(fd.execute(tensors))
+
+
+class FusionRunner:
+    """The callable of an ``nvFusion`` bound symbol: its stages run in order, one kernel set each.
+
+    A region is one stage, except that outputs computed from lower-rank inputs alone are computed
+    by a first stage (see ``_side_outputs``).
+    """
+
+    def __init__(self, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]):
+        self.region, self.inputs, self.outputs = region, inputs, outputs
+        self.stages = _stages(region, inputs, outputs)
+
+    @property
+    def definitions(self) -> dict[tuple, Any]:
+        return {key: fd for stage in self.stages for key, fd in stage.definitions.items()}
+
+    def __call__(self, *tensors: torch.Tensor) -> tuple:
+        values = {p.name: t for p, t in zip(self.inputs, tensors)}
+        for stage in self.stages:
+            results = stage([values[p.name] for p in stage.inputs])
+            values.update((p.name, t) for p, t in zip(stage.outputs, results))
+        return tuple(values[p.name] for p in self.outputs)
+
+
+def _side_outputs(region: list[BoundSymbol], outputs: list[TensorProxy]) -> set[str]:
+    """Outputs computed only from region inputs of lower rank than the region's widest tensor.
+
+    nvFuser 0.2.36 schedules such an output with the region's wide iteration (an inner persistent
+    softmax over [2, 4, 16, 16], say) and then returns wrong values for it: seen on an H100 with
+    the causal mask ``~tril`` of a training step, whose values in the saved output changed from
+    call to call with what the allocator handed out (test_fusion_training's GPT step, and
+    test_nvfuser's ``test_low_rank_outputs_beside_a_softmax_...``). They are computed by a stage of their own.
+    """
+    widest = max(len(p.shape) for b in region for p in (*b.proxy_args(), *b.proxy_outputs()) if isinstance(p, TensorProxy))
+    wide: set[str] = set()  # values of the widest rank or computed from one
+    for b in region:
+        tensors = [p for p in b.proxy_args() if isinstance(p, TensorProxy)]
+        if any(p.name in wide or len(p.shape) == widest for p in tensors) or len(b.output.shape) == widest:
+            wide.update(p.name for p in b.proxy_outputs())
+    return {p.name for p in outputs if p.name not in wide}
+
+
+def _stages(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> list[FusionStage]:
+    side = _side_outputs(region, outputs)
+    first = _upstream(region, side)
+    rest = [b for b in region if all(b is not f for f in first)]
+    if not side or not rest:
+        return [FusionStage(region, inputs, outputs)]
+    first_outputs = _read_after(first, rest, outputs)
+    computed_first = {p.name for p in first_outputs}
+    return [
+        FusionStage(first, _inputs_of(first), first_outputs),
+        FusionStage(rest, _inputs_of(rest), [p for p in outputs if p.name not in computed_first]),
+    ]
+
+
+def _upstream(region: list[BoundSymbol], names: set[str]) -> list[BoundSymbol]:
+    """The symbols of ``region`` that ``names`` are computed from, in region order."""
+    wanted, chosen = set(names), []
+    for b in reversed(region):
+        if any(p.name in wanted for p in b.proxy_outputs()):
+            chosen.append(b)
+            wanted.update(p.name for p in b.proxy_args())
+    return chosen[::-1]
+
+
+def _inputs_of(region: list[BoundSymbol]) -> list[TensorProxy]:
+    produced = {p.name for b in region for p in b.proxy_outputs()}
+    inputs: dict[str, TensorProxy] = {}
+    for b in region:
+        for p in b.proxy_args():
+            if isinstance(p, TensorProxy) and p.name not in produced:
+                inputs.setdefault(p.name, p)
+    return list(inputs.values())
+
+
+def _read_after(first: list[BoundSymbol], rest: list[BoundSymbol], outputs: list[TensorProxy]) -> list[TensorProxy]:
+    """Values of ``first`` that ``rest`` reads or the region returns."""
+    read = {p.name for b in rest for p in b.proxy_args()} | {p.name for p in outputs}
+    return [p for b in first for p in b.proxy_outputs() if isinstance(p, TensorProxy) and p.name in read]
 
 
 # What a reduction's accumulator starts from; nvFuser pads the reduced tensor with it.
@@ -149,18 +230,13 @@ class NvFuserExecutor(FusionExecutor):
         """One ``nvFusion<index>`` bound symbol; ``outputs`` names the values read after the region."""
         region = [b for b in region if not _is_identity(b)]
         produced = [p for b in region for p in b.proxy_outputs() if isinstance(p, TensorProxy)]
-        produced_names = {p.name for p in produced}
-        wanted = set(outputs) if outputs is not None else produced_names
-        inputs: dict[str, TensorProxy] = {}
-        for b in region:
-            for p in b.proxy_args():
-                if isinstance(p, TensorProxy) and p.name not in produced_names:
-                    inputs.setdefault(p.name, p)
+        wanted = set(outputs) if outputs is not None else {p.name for p in produced}
+        inputs = _inputs_of(region)
         region_outputs = [p for p in produced if p.name in wanted]
-        runner = FusionRunner(region, list(inputs.values()), region_outputs)
+        runner = FusionRunner(region, inputs, region_outputs)
         name = f"nvFusion{index}"
         symbol = Symbol(name=name, id=f"{self.name}.{name}", meta=None, fn=runner, executor=self)
-        return BoundSymbol(symbol, tuple(inputs.values()), {}, tuple(region_outputs), tuple(region))
+        return BoundSymbol(symbol, tuple(inputs), {}, tuple(region_outputs), tuple(region))
 
 
 executor = NvFuserExecutor("nvfuser")
