@@ -110,3 +110,20 @@ def test_regions_whose_outputs_all_come_from_wide_values_are_one_stage() -> None
 
     (runner,) = _runners(fn, torch.randn(4, 8), torch.randn(8))
     assert len(runner.stages) == 1
+
+
+def test_the_regions_of_identical_layers_share_one_structure() -> None:
+    """Layers of one shape compile one nvFuser definition between them (the key names no proxy)."""
+
+    def two_layers(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+        for w in (w1, w2):
+            x = torch.softmax(torch.tanh(x @ w) * 2.0, -1)
+        return x
+
+    runners = _runners(two_layers, torch.randn(4, 8), torch.randn(8, 8), torch.randn(8, 8))
+    assert len(runners) == 2
+    assert runners[0].stages[0].structure == runners[1].stages[0].structure
+    assert runners[0].inputs[0].name != runners[1].inputs[0].name
+
+    other = _runners(lambda x, w: torch.softmax(torch.tanh(x @ w) * 3.0, -1), torch.randn(4, 8), torch.randn(8, 8))
+    assert other[0].stages[0].structure != runners[0].stages[0].structure  # a different constant

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Iterable, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
@@ -23,6 +25,7 @@ from thunder.executors.nvfuser.translate import (
     SUPPORTED_DTYPES,
     define_fusion,
     layout_key,
+    structure_key,
 )
 
 __all__ = ["NvFuserExecutor", "executor", "nvfuser_module"]
@@ -44,18 +47,42 @@ def nvfuser_module() -> Any:
     return _module
 
 
+# Compiled definitions shared by stages of the same structure and input layouts (the layers of a
+# model): nvFuser compiles each definition on first run, seconds each, so a 12-layer model would
+# otherwise pay twelve times. Least recently used definitions are dropped beyond the limit.
+_SHARED_DEFINITIONS: OrderedDict[tuple, Any] = OrderedDict()
+SHARED_DEFINITIONS_LIMIT = 4096
+_shared_lock = threading.Lock()
+
+
+def _shared_definition(key: tuple, define: Callable[[], Any]) -> Any:
+    with _shared_lock:
+        fd = _SHARED_DEFINITIONS.get(key)
+        if fd is None:
+            fd = _SHARED_DEFINITIONS[key] = define()
+            while len(_SHARED_DEFINITIONS) > SHARED_DEFINITIONS_LIMIT:
+                _SHARED_DEFINITIONS.popitem(last=False)
+        else:
+            _SHARED_DEFINITIONS.move_to_end(key)
+        return fd
+
+
 class FusionStage:
-    """One fusion definition of a region, cached per input layout."""
+    """One fusion definition of a region, cached per input layout (and shared, see above)."""
 
     def __init__(self, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]):
         self.region, self.inputs, self.outputs = region, inputs, outputs
+        self.structure = structure_key(region, inputs, outputs)
         self.definitions: dict[tuple, Any] = {}
 
     def __call__(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         key = tuple(layout_key(t) for t in tensors)
         fd = self.definitions.get(key)
         if fd is None:
-            fd = define_fusion(nvfuser_module(), self.region, self.inputs, self.outputs, tensors)
+            fd = _shared_definition(
+                (self.structure, key),
+                lambda: define_fusion(nvfuser_module(), self.region, self.inputs, self.outputs, tensors),
+            )
             self.definitions[key] = fd
         return list(fd.execute(tensors))
 

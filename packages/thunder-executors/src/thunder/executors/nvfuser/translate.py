@@ -13,7 +13,7 @@ import torch
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 
-__all__ = ["ELEMENTWISE", "REDUCTIONS", "SHAPES", "SUPPORTED_DTYPES", "define_fusion", "layout_key"]
+__all__ = ["ELEMENTWISE", "REDUCTIONS", "SHAPES", "SUPPORTED_DTYPES", "define_fusion", "layout_key", "structure_key"]
 
 ELEMENTWISE: dict[str, str] = {
     name: name
@@ -52,6 +52,33 @@ def layout_key(tensor: torch.Tensor) -> tuple:
         contiguity.append(strides[d] == expected)
         expected = strides[d] * sizes[d]
     return (tensor.dtype, sizes, order, tuple(reversed(contiguity)), tensor.device)
+
+
+def structure_key(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> tuple:
+    """What a definition depends on in the trace: each prim, its arguments and the dtypes it makes.
+
+    Proxies are numbered by first appearance, so the regions of two layers of one model (same
+    prims, other names) share a key, and with equal input layouts one compiled definition.
+    """
+    numbers: dict[str, int] = {p.name: i for i, p in enumerate(inputs)}
+
+    def encode(x: Any) -> Any:
+        if isinstance(x, TensorProxy):
+            return ("tensor", numbers[x.name])
+        if isinstance(x, (list, tuple)):
+            return tuple(encode(v) for v in x)
+        if isinstance(x, dict):
+            return tuple(sorted((k, encode(v)) for k, v in x.items()))
+        return (type(x).__name__, repr(x))
+
+    prims = []
+    for b in region:
+        arguments = (encode(b.args), encode(b.kwargs))
+        produced = [p for p in b.proxy_outputs() if isinstance(p, TensorProxy)]
+        for p in produced:
+            numbers.setdefault(p.name, len(numbers))
+        prims.append((b.symbol.name, arguments, tuple((numbers[p.name], repr(p.dtype)) for p in produced)))
+    return tuple(prims), tuple(numbers[p.name] for p in outputs)
 
 
 class _Definer:
