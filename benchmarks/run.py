@@ -3,7 +3,8 @@
 Workloads (../shared/BENCHMARKS.md; models written in this folder, random data, no network):
 - ``gpt``: GPT-2 124M training step, batch 16 x 1024 tokens, AdamW (``training.GPT``);
 - ``llama``: a Llama-2-7B-shaped model with 4 layers, batch 2 x 2048, AdamW (``llama.Llama``);
-- ``mlp-eval``: the MNIST tutorial's MLP, batch 8, eval forward under ``no_grad`` (per call).
+- ``mlp-eval``: the MNIST tutorial's MLP, batch 8, eval forward under ``no_grad`` (per call); on
+  CUDA also ``thunder+graphs``, i.e. ``thunder.jit(model, cuda_graphs=True)``.
 
 Per system: ms per step (mean of timed steps after warm-up, CUDA events), tokens/s, achieved
 TFLOP/s (6 x parameters + 12 x layers x sequence x width per token), peak memory, the wall time
@@ -81,7 +82,7 @@ def _runner(system: str, net: torch.nn.Module, args: argparse.Namespace) -> Call
     if system == "torch.compile":
         return torch.compile(net)
     executors = args.executors.split(",") if args.executors else None
-    return thunder.jit(net, executors=executors)
+    return thunder.jit(net, executors=executors, cuda_graphs=system == "thunder+graphs")
 
 
 def _training_rows(name: str, model: torch.nn.Module, shape: dict, args: argparse.Namespace) -> list[Row]:
@@ -116,7 +117,8 @@ def _mlp_eval_rows(args: argparse.Namespace) -> list[Row]:
     model = mnist_mlp().to(args.device, dtype).eval().requires_grad_(False)
     x = torch.rand(8, 784, device=args.device, dtype=dtype)
     rows = []
-    for system in _systems(args):
+    graphs = ("thunder+graphs",) if args.device == "cuda" else ()  # thunder.jit(..., cuda_graphs=True)
+    for system in (*_systems(args), *graphs):
         run = _runner(system, model, args)
 
         def call(run: Callable = run) -> None:
@@ -157,7 +159,7 @@ def _print_table(rows: list[Row], args: argparse.Namespace) -> None:
     by_key = {(r.workload, r.system): r for r in rows}
     for r in rows:
         ratios = ["", ""]
-        if r.system == "thunder":
+        if r.system.startswith("thunder"):
             for i, other in enumerate(("eager", "torch.compile")):
                 base = by_key.get((r.workload, other))
                 ratios[i] = f"{r.ms / base.ms:.2f}" if base else "-"

@@ -85,6 +85,10 @@ def jit(
             ``save_traces="dir"`` writes every trace of each compile to ``dir`` (also
             ``THUNDER_SAVE_TRACES=dir``); ``progress_threshold=seconds`` logs a progress line to stderr
             for compiles slower than that (also ``THUNDER_PROGRESS_THRESHOLD``; default 5).
+            ``cuda_graphs=True`` captures each compiled function (the computation, or a training
+            step's forward and backward) into a CUDA graph per input layout and replays it: one launch
+            instead of one per kernel, for launch-bound programs; inputs other than parameters are
+            copied into the graph's buffers and outputs out of them (``thunder.core.cuda_graphs``).
 
     Returns:
         For a module, a ``ThunderModule`` sharing the module's parameters and buffers; for a

@@ -25,6 +25,7 @@ from thunder.core.compile_transform import (
     compile_transforms,
     trace_transforms,
 )
+from thunder.core.cuda_graphs import with_cuda_graphs
 from thunder.core.diagnostics import instrumented_compile
 from thunder.core.executor import Executor, resolve_executors
 from thunder.core.prologue import GuardFailure
@@ -132,6 +133,12 @@ def compile_computation(
     return traces
 
 
+def _uses_cuda_graphs(compile_data: CompileData) -> bool:
+    """The ``cuda_graphs`` option (core/cuda_graphs.py); it defaults to off."""
+    compile_data.used_options.add("cuda_graphs")
+    return bool(compile_data.options.get("cuda_graphs", False))
+
+
 def needs_autograd(computation: Trace) -> bool:
     """Whether a call must record gradients: grad mode is on and some input requires grad."""
     return torch.is_grad_enabled() and any(
@@ -158,8 +165,10 @@ def compile_with_autograd(
     stats.last_saved_for_backward_bytes = saved_bytes(split.saved)
     forward_traces = traces + compile_computation(split.forward, compile_data, stats, stage_prefix="forward ")
     backward_traces = compile_computation(split.backward, compile_data, stats, stage_prefix="backward ")
-    backward = _backward_callable(backward_traces[-1], unsynchronized, compile_data)
-    run = differentiable_callable(forward_traces[-1].python_callable(), backward, split.cotangent_outputs)
+    graphs = _uses_cuda_graphs(compile_data)
+    backward = with_cuda_graphs(_backward_callable(backward_traces[-1], unsynchronized, compile_data), graphs, "backward")
+    forward = with_cuda_graphs(forward_traces[-1].python_callable(), graphs, "forward")
+    run = differentiable_callable(forward, backward, split.cotangent_outputs)
     return run, forward_traces, backward_traces
 
 
@@ -239,7 +248,7 @@ class JittedFunction:
             run, computation_traces, backward_traces = compile_with_autograd(result.computation, data, stats)
         else:
             computation_traces = compile_computation(result.computation, data, stats)
-            run = computation_traces[-1].python_callable()
+            run = with_cuda_graphs(computation_traces[-1].python_callable(), _uses_cuda_graphs(data))
         codegen_start = time.perf_counter()
         entry = CacheEntry(
             prologue=result.prologue.python_callable(),

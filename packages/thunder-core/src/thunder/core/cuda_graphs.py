@@ -1,0 +1,153 @@
+"""``thunder.jit(fn, cuda_graphs=True)``: compiled functions replay CUDA graphs.
+
+A small program (an MLP's eval forward, a decoding step) is bound by kernel launches, not by the
+GPU: each launch costs microseconds of CPU time. With ``cuda_graphs=True`` each compiled function
+(the computation, or the forward and the backward of a training step) is captured once per input
+layout into a CUDA graph and later calls replay it: one launch for the whole program.
+
+How inputs and outputs are handled (the graph reads and writes fixed addresses):
+
+- Parameters (``torch.nn.Parameter``) are read where they are, as the graph was captured with
+  them; a parameter whose storage changed (``p.data = ...``) makes another capture.
+- Every other tensor input is copied into a buffer the graph owns before each replay (the copies
+  are launches too, one per input; for an MLP's forward that is the activations alone).
+- Outputs are copied out of the graph's buffers, so a result held by the caller is never
+  overwritten by a later replay (small for the programs graphs are for).
+- Programs that cannot be captured (CPU tensors, a synchronizing call like ``.item()``) run
+  without a graph, after one ``CudaGraphWarning`` naming the reason.
+
+The first call per layout runs the function once outside the graph (kernels compile there, on a
+side stream as PyTorch requires), then captures it.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+__all__ = ["CudaGraphWarning", "GraphedFunction", "with_cuda_graphs"]
+
+
+class CudaGraphWarning(RuntimeWarning):
+    """A compiled function could not be captured into a CUDA graph and runs without one."""
+
+
+class _Captured:
+    """One captured graph: the buffers it reads and writes and how its outputs nest."""
+
+    def __init__(self, graph: torch.cuda.CUDAGraph, static_inputs: list[Any], outputs: list[Any], spec: Any):
+        self.graph, self.static_inputs, self.outputs, self.spec = graph, static_inputs, outputs, spec
+        # outputs that are inputs (a forward returns the tensors its backward reads) are the caller's
+        self.returned_inputs = {
+            i: next(j for j, s in enumerate(static_inputs) if s is o)
+            for i, o in enumerate(outputs)
+            if isinstance(o, torch.Tensor) and any(s is o for s in static_inputs)
+        }
+
+    def replay(self, args: tuple) -> Any:
+        for static, arg in zip(self.static_inputs, args):
+            if isinstance(arg, torch.Tensor) and static is not arg:
+                static.copy_(arg)
+        self.graph.replay()
+        results = [
+            args[self.returned_inputs[i]] if i in self.returned_inputs else o.clone() if isinstance(o, torch.Tensor) else o
+            for i, o in enumerate(self.outputs)
+        ]
+        return tree_unflatten(results, self.spec)
+
+
+class GraphedFunction:
+    """``fn`` (a compiled computation) replayed as a CUDA graph, one per input layout."""
+
+    def __init__(self, fn: Callable, name: str = "computation"):
+        self.fn, self.name = fn, name
+        self.graphs: dict[tuple, _Captured] = {}
+        self.refused: str | None = None  # why graphs are not used, once that is known
+        self._lock = threading.Lock()
+
+    def __call__(self, *args: Any) -> Any:
+        if self.refused is not None:
+            return self.fn(*args)
+        reason = _unsupported(args)
+        if reason is not None:
+            self._refuse(reason)
+            return self.fn(*args)
+        key = _layout_key(args)
+        captured = self.graphs.get(key)
+        if captured is None:
+            with self._lock:
+                captured = self.graphs.get(key)
+                if captured is None:
+                    try:
+                        captured = self._capture(args)
+                    except Exception as error:  # noqa: BLE001 -- any capture failure runs without a graph
+                        torch.cuda.synchronize()
+                        self._refuse(f"capturing failed: {type(error).__name__}: {error}")
+                        return self.fn(*args)
+                    self.graphs[key] = captured
+        return captured.replay(args)
+
+    def _capture(self, args: tuple) -> _Captured:
+        static_inputs = [a if _read_in_place(a) else _buffer_like(a) for a in args]
+        # warm up on a side stream: kernels compile and allocator pools settle outside the capture
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            self.fn(*static_inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            result = self.fn(*static_inputs)
+        outputs, spec = tree_flatten(result)
+        return _Captured(graph, static_inputs, outputs, spec)
+
+    def _refuse(self, reason: str) -> None:
+        if self.refused is None:
+            self.refused = reason
+            warnings.warn(
+                f"thunder: cuda_graphs=True: the {self.name} runs without a CUDA graph ({reason})",
+                CudaGraphWarning,
+                stacklevel=4,
+            )
+
+
+def with_cuda_graphs(fn: Callable, enabled: bool, name: str = "computation") -> Callable:
+    """``fn`` replayed as CUDA graphs when ``enabled`` (the ``cuda_graphs`` option), else ``fn``."""
+    return GraphedFunction(fn, name) if enabled else fn
+
+
+def _read_in_place(arg: Any) -> bool:
+    """Parameters are read at their own address (the graph re-captures if that changes)."""
+    return not isinstance(arg, torch.Tensor) or isinstance(arg, torch.nn.Parameter)
+
+
+def _buffer_like(arg: torch.Tensor) -> torch.Tensor:
+    buffer = torch.empty_strided(arg.shape, arg.stride(), dtype=arg.dtype, device=arg.device)
+    return buffer.copy_(arg)
+
+
+def _layout_key(args: tuple) -> tuple:
+    key: list[Any] = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            address = a.data_ptr() if isinstance(a, torch.nn.Parameter) else None
+            key.append((tuple(a.shape), a.stride(), a.dtype, a.device, address))
+        else:
+            key.append((type(a), a))  # numbers are baked into the captured kernels
+    return tuple(key)
+
+
+def _unsupported(args: tuple) -> str | None:
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    for a in args:
+        if isinstance(a, torch.Tensor) and not a.is_cuda:
+            return f"an input is on {a.device}, not on a CUDA device"
+        if not isinstance(a, (torch.Tensor, int, float, bool, type(None), str, torch.dtype, torch.device)):
+            return f"an input of type {type(a).__name__} cannot be part of a graph's key"
+    return None

@@ -1,0 +1,87 @@
+"""``thunder.jit(fn, cuda_graphs=True)``: replayed CUDA graphs give eager's results (core/cuda_graphs.py).
+
+The graph tests need a CUDA device and skip with the reason otherwise; the fallback test runs
+everywhere (without CUDA, the option warns and runs the program without a graph).
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import thunder
+from thunder.core.cuda_graphs import CudaGraphWarning, GraphedFunction
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+
+
+def _mlp() -> torch.nn.Sequential:
+    return torch.nn.Sequential(
+        torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
+    )
+
+
+def _graphed(jitted: object) -> GraphedFunction:
+    computation = jitted._thunder_jitted._cache[-1].computation  # type: ignore[attr-defined]
+    assert isinstance(computation, GraphedFunction)
+    return computation
+
+
+def test_without_a_cuda_input_the_program_runs_without_a_graph_and_says_so() -> None:
+    model = _mlp()
+    jmodel = thunder.jit(model, cuda_graphs=True)
+    x = torch.randn(8, 784)
+    with pytest.warns(CudaGraphWarning, match="without a CUDA graph"):
+        with torch.no_grad():
+            out = jmodel(x)
+    torch.testing.assert_close(out, model(x).detach())
+
+
+@needs_cuda
+def test_eval_forward_replays_one_graph_and_matches_eager() -> None:
+    model = _mlp().cuda().eval()
+    jmodel = thunder.jit(model, cuda_graphs=True)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", CudaGraphWarning)
+        xs = [torch.randn(8, 784, device="cuda") for _ in range(3)]
+        outs = [jmodel(x) for x in xs]
+        for x, out in zip(xs, outs):  # earlier results are not overwritten by later replays
+            torch.testing.assert_close(out, model(x))
+        assert len(_graphed(jmodel).graphs) == 1
+        jmodel(torch.randn(4, 784, device="cuda"))  # another shape: another capture
+        assert len(_graphed(jmodel).graphs) == 2
+
+
+@needs_cuda
+def test_parameters_updated_in_place_or_replaced_are_seen() -> None:
+    model = _mlp().cuda().eval()
+    jmodel = thunder.jit(model, cuda_graphs=True)
+    x = torch.randn(8, 784, device="cuda")
+    with torch.no_grad():
+        jmodel(x)
+        model[0].weight.mul_(0.5)  # same storage: the graph reads it where it is
+        torch.testing.assert_close(jmodel(x), model(x))
+        model[2].weight.data = torch.randn_like(model[2].weight)  # new storage: a new capture
+        torch.testing.assert_close(jmodel(x), model(x))
+
+
+@needs_cuda
+def test_training_steps_with_graphs_match_eager() -> None:
+    torch.manual_seed(0)
+    model = _mlp().cuda()
+    reference = copy.deepcopy(model)
+    jmodel = thunder.jit(model, cuda_graphs=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for _ in range(3):
+        x, t = torch.randn(8, 784, device="cuda"), torch.randint(0, 10, (8,), device="cuda")
+        for net, opt in ((jmodel, optimizer), (reference, reference_optimizer)):
+            opt.zero_grad()
+            F.cross_entropy(net(x), t).backward()
+            opt.step()
+        for ours, eager in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(ours, eager, atol=1e-5, rtol=1e-4)
