@@ -15,7 +15,8 @@ import torch
 
 from thunder.core import dtypes
 from thunder.core.proxies import NumberProxy, TensorProxy
-from thunder.core.sources import Source
+from thunder.core.prologue_fetches import hoist_repeated_fetches
+from thunder.core.sources import KeysSource, Source
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
 
@@ -78,6 +79,14 @@ CHECK_VALUE = Symbol(name="check_value", id="prologue.check_value", meta=lambda 
                      printer=_print_check_value, fn=check_value)  # fmt: skip
 
 
+def _print_check_empty(bound_symbol: BoundSymbol) -> list[str]:
+    (expression,) = bound_symbol.args
+    return [f"if {expression}: raise GuardFailure"]
+
+
+CHECK_EMPTY = Symbol(name="check_empty", id="prologue.check_empty", meta=lambda *args: None, printer=_print_check_empty)
+
+
 def _print_check_identity(bound_symbol: BoundSymbol) -> list[str]:
     expression, expected_name = bound_symbol.args
     return [f"check_identity({expression}, {expected_name})"]
@@ -122,7 +131,16 @@ class PrologueBuilder:
         self._tensors: dict[int, tuple[Any, TensorProxy]] = {}
         self._numbers: dict[str, NumberProxy] = {}  # by the expression that fetches them
         self._guarded: set[str] = set()
+        self._fetch_names: list[str] = []
         self._finished = False
+
+    def _fetch_name(self) -> str:
+        name = f"_fetched{len(self._fetch_names)}"
+        while name in self.prologue.names or name in self.computation.names:
+            name = f"_{name}"
+        self._fetch_names.append(name)
+        self.prologue.names.add(name)
+        return name
 
     def _constant_name(self, obj: Any) -> str:
         for name, value in self.prologue.constants.items():
@@ -162,6 +180,9 @@ class PrologueBuilder:
         if expression in self._guarded:
             return
         self._guarded.add(expression)
+        if isinstance(source, KeysSource) and value == ():  # no hooks: one truth test, no tuple built
+            self._record(BoundSymbol(CHECK_EMPTY, (source.base.expression(self._constant_name),)))
+            return
         # Numbers, strings and None are spelled as literals; dtypes and devices are bound by name.
         literal = type(value) in (bool, int, float, str, type(None)) and _finite(value)
         expected = repr(value) if literal else self._constant_name(value)
@@ -212,6 +233,10 @@ class PrologueBuilder:
         self._record(BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value))))
 
     def finish(self) -> Trace:
+        expression_index = {UNPACK: 0, CHECK_VALUE: 0, CHECK_IDENTITY: 0, CHECK_EMPTY: 0}
+        self.prologue.bound_symbols[:] = hoist_repeated_fetches(
+            self.prologue.bound_symbols, expression_index, self._fetch_name
+        )
         self.prologue.record(BoundSymbol(RETURN, (list(self.computation.args),)))
         self._finished = True
         self.prologue.header = "Prologue: fetches and checks the computation's inputs"
