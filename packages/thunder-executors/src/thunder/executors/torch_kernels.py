@@ -7,10 +7,15 @@ needs (``attention_with_lse`` and ``attention_backward``, ``layer_norm_with_stat
 single calls of the kernels PyTorch's autograd uses (flash attention, ``native_layer_norm``, ...),
 so a compiled training step launches what eager launches, or fewer kernels, instead of dozens of
 elementwise ones. Each function returns exactly the dtypes its symbol's decomposition declares.
+
+Cross entropy of CUDA logits runs as the Triton kernels of ``triton/cross_entropy.py`` instead,
+which read half-precision logits without a float32 copy; triton is imported only when CUDA logits
+are met, so a machine without it runs the torch functions here.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,6 +34,8 @@ __all__ = [
     "gelu_backward",
     "cross_entropy_with_lse",
     "cross_entropy_backward",
+    "triton_cross_entropy_with_lse",
+    "triton_cross_entropy_backward",
 ]
 
 _HALF = (torch.float16, torch.bfloat16)
@@ -143,6 +150,64 @@ def cross_entropy_backward(
     return grad.to(a.dtype)
 
 
+def triton_cross_entropy_with_lse(
+    a: torch.Tensor, target: torch.Tensor, ignore_index: int, reduction: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    from thunder.executors.triton import cross_entropy
+
+    return cross_entropy.triton_cross_entropy_with_lse(a, target, ignore_index, reduction)
+
+
+def triton_cross_entropy_backward(
+    g: torch.Tensor, a: torch.Tensor, target: torch.Tensor, lse: torch.Tensor, ignore_index: int, reduction: str
+) -> torch.Tensor:
+    from thunder.executors.triton import cross_entropy
+
+    return cross_entropy.triton_cross_entropy_backward(g, a, target, lse, ignore_index, reduction)
+
+
+def _cross_entropy_on_triton(a: TensorProxy) -> bool:
+    """Whether logits ``a`` go to the Triton kernels (CUDA, triton installed: only then imported)."""
+    if a.device.type != "cuda" or importlib.util.find_spec("triton") is None:
+        return False
+    from thunder.executors.triton.cross_entropy import use_triton_cross_entropy
+
+    return use_triton_cross_entropy(a)
+
+
+def _claim_cross_entropy(executor: OperatorExecutor) -> None:
+    """Each cross entropy symbol runs as the Triton kernel where ``_cross_entropy_on_triton`` says
+    so, else as the torch function. One symbol has one implementation per executor, so an execution
+    transform picks the operator per call; only the torch function leaves the symbol to a fusion
+    executor listed first (the Triton kernels avoid the float32 temporaries a fusion would make)."""
+    forward = executor.register_operator("cross_entropy_with_lse", fn=cross_entropy_with_lse,
+                                         like=ltorch.cross_entropy_with_lse)  # fmt: skip
+    triton_forward = executor.register_operator("triton_cross_entropy_with_lse", fn=triton_cross_entropy_with_lse,
+                                                like=ltorch.cross_entropy_with_lse)  # fmt: skip
+    backward = executor.register_operator("cross_entropy_backward", fn=cross_entropy_backward,
+                                          like=ltorch.cross_entropy_backward)  # fmt: skip
+    triton_backward = executor.register_operator("triton_cross_entropy_backward", fn=triton_cross_entropy_backward,
+                                                 like=ltorch.cross_entropy_backward)  # fmt: skip
+
+    def forward_transform(a: TensorProxy, target: TensorProxy, ignore_index: int, reduction: str) -> Any:
+        operator = triton_forward if _cross_entropy_on_triton(a) else forward
+        return operator(a, target, ignore_index, reduction)
+
+    def backward_transform(g: TensorProxy, a: TensorProxy, target: TensorProxy, lse: TensorProxy, ignore_index: int,
+                           reduction: str) -> Any:  # fmt: skip
+        operator = triton_backward if _cross_entropy_on_triton(a) else backward
+        return operator(g, a, target, lse, ignore_index, reduction)
+
+    executor.register_implementation(
+        ltorch.cross_entropy_with_lse, execution_transform=forward_transform,
+        defers_to_fusion=lambda a, *args, **kwargs: not _cross_entropy_on_triton(a),
+    )  # fmt: skip
+    executor.register_implementation(
+        ltorch.cross_entropy_backward, execution_transform=backward_transform,
+        defers_to_fusion=lambda g, a, *args, **kwargs: not _cross_entropy_on_triton(a),
+    )  # fmt: skip
+
+
 def register_torch_kernels(executor: OperatorExecutor) -> None:
     def claim(symbol: Any, fn: Callable, checker: Callable[..., bool] | None = None, *, fusible: bool = True) -> None:
         operator = executor.register_operator(fn.__name__, fn=fn, like=symbol)
@@ -157,5 +222,4 @@ def register_torch_kernels(executor: OperatorExecutor) -> None:
     claim(ltorch.layer_norm_with_statistics, layer_norm_with_statistics)
     claim(ltorch.layer_norm_backward, layer_norm_backward)
     claim(ltorch.gelu_backward, gelu_backward)
-    claim(ltorch.cross_entropy_with_lse, cross_entropy_with_lse)
-    claim(ltorch.cross_entropy_backward, cross_entropy_backward)
+    _claim_cross_entropy(executor)
