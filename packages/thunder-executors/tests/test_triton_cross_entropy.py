@@ -151,11 +151,23 @@ def test_jitted_training_step_on_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     if DEVICE != "cuda":
         print("skipped: needs a CUDA device")
         pytest.skip("needs a CUDA device")
-    _training_step(monkeypatch, thunder.get_default_executors())
+    _training_step(monkeypatch, ["torch"])  # a fusion executor listed first takes the decomposition
 
 
 def test_jitted_training_step_in_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The claim end to end on the CPU, ahead of a fusion executor that would take the decomposition."""
+    """The claim end to end on the CPU (the torch executor alone: a fusion executor listed first
+    would take the decomposition, as test_a_fusion_executor_listed_first_takes_it checks)."""
     if DEVICE != "cpu":
         pytest.skip("the CUDA test covers it")
-    _training_step(monkeypatch, ["triton", "torch"])
+    _training_step(monkeypatch, ["torch"])
+
+
+def test_a_fusion_executor_listed_first_takes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    if DEVICE == "cpu":
+        monkeypatch.setattr(torch_kernels, "_cross_entropy_on_triton", lambda a: a.ndim == 2)
+    logits = torch.randn(8, 100, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
+    target = torch.randint(0, 100, (8,), device=DEVICE)
+    jitted = thunder.jit(F.cross_entropy, executors=["triton", "torch"])
+    torch.testing.assert_close(jitted(logits, target), F.cross_entropy(logits, target))
+    forward = str(thunder.last_traces(jitted)[-1])
+    assert "TritonFusion0(" in forward and "triton_cross_entropy_with_lse" not in forward, forward

@@ -73,13 +73,13 @@ class GraphedFunction:
     def __call__(self, *args: Any) -> Any:
         if self.refused is not None:
             return self.fn(*args)
-        reason = _unsupported(args)
-        if reason is not None:
-            self._refuse(reason)
-            return self.fn(*args)
         key = _layout_key(args)
         captured = self.graphs.get(key)
         if captured is None:
+            reason = _unsupported(args)
+            if reason is not None:
+                self._refuse(reason)
+                return self.fn(*args)
             with self._lock:
                 captured = self.graphs.get(key)
                 if captured is None:
@@ -132,14 +132,12 @@ def _buffer_like(arg: torch.Tensor) -> torch.Tensor:
 
 
 def _layout_key(args: tuple) -> tuple:
-    key: list[Any] = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            address = a.data_ptr() if isinstance(a, torch.nn.Parameter) else None
-            key.append((tuple(a.shape), a.stride(), a.dtype, a.device, address))
-        else:
-            key.append((type(a), a))  # numbers are baked into the captured kernels
-    return tuple(key)
+    """Per input what a capture depends on beyond what the prologue checked (shape, dtype, device):
+    strides, a parameter's address, a number's value (baked into the captured kernels)."""
+    return tuple(
+        (a.data_ptr() if isinstance(a, torch.nn.Parameter) else a.stride()) if isinstance(a, torch.Tensor) else (type(a), a)
+        for a in args
+    )
 
 
 def _unsupported(args: tuple) -> str | None:
