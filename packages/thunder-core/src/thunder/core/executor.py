@@ -70,8 +70,7 @@ class Implementation:
     operator: Symbol | None
     checker: Callable[..., bool]
     execution_transform: Callable[..., Any] | None
-    # a fusion executor earlier in the list takes the decomposition; a callable decides per call
-    defers_to_fusion: bool | Callable[..., bool] = False
+    defers_to_fusion: bool = False  # a fusion executor earlier in the list takes the decomposition
 
 
 def to_torch_value(x: Any) -> Any:
@@ -128,15 +127,13 @@ class OperatorExecutor(Executor):
         *,
         checker: Callable[..., bool] = _always,
         execution_transform: Callable[..., Any] | None = None,
-        defers_to_fusion: bool | Callable[..., bool] = False,
+        defers_to_fusion: bool = False,
     ) -> None:
         """Claim ``symbol``: run it as ``operator`` (same arguments) or as what ``execution_transform`` traces.
 
         ``defers_to_fusion``: when a fusion executor listed before this one can fuse part of the
         symbol's decomposition, leave the symbol decomposed for it (the operator is a convenience,
-        not faster than fusing, e.g. a layer norm made of elementwise work and reductions). A
-        callable decides per call, from the call's arguments like ``checker`` (an implementation
-        that runs a fast kernel on some devices and a convenience elsewhere).
+        not faster than fusing, e.g. a layer norm made of elementwise work and reductions).
         """
         if (operator is None) == (execution_transform is None):
             raise ValueError("give exactly one of an operator and an execution_transform")
@@ -144,10 +141,7 @@ class OperatorExecutor(Executor):
 
     def defers_to_fusion(self, bound_symbol: BoundSymbol) -> bool:
         implementation = self.implementations.get(bound_symbol.symbol.id)
-        if implementation is None:
-            return False
-        defers = implementation.defers_to_fusion
-        return bool(defers(*bound_symbol.args, **bound_symbol.kwargs)) if callable(defers) else defers
+        return implementation is not None and implementation.defers_to_fusion
 
     def can_execute(self, bound_symbol: BoundSymbol) -> bool:
         if bound_symbol.symbol.executor is self:

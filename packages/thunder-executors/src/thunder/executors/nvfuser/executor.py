@@ -133,7 +133,8 @@ def _side_outputs(region: list[BoundSymbol], outputs: list[TensorProxy]) -> set[
 def _stages(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> list[FusionStage]:
     side = _side_outputs(region, outputs)
     first = _upstream(region, side)
-    rest = [b for b in region if all(b is not f for f in first)]
+    in_first = {id(b) for b in first}
+    rest = [b for b in region if id(b) not in in_first]
     if not side or not rest:
         return [FusionStage(region, inputs, outputs)]
     first_outputs = _read_after(first, rest, outputs)
