@@ -9,8 +9,9 @@ Workloads (../shared/BENCHMARKS.md; models written in this folder, random data, 
 Per system: ms per step (mean of timed steps after warm-up, CUDA events), tokens/s, achieved
 TFLOP/s (6 x parameters + 12 x layers x sequence x width per token), peak memory, the wall time
 of the warm-up steps (first call: trace + compile + steps), and thunder's ratios to eager and to
-torch.compile. ``--profile`` also writes a torch.profiler table of thunder's steps per workload
-(the top kernels by CUDA time) to ``--profile-dir``.
+torch.compile. ``--profile`` also writes torch.profiler tables of thunder's and torch.compile's
+steps per workload (the top kernels by CUDA time, and the kernel time against the wall time per
+step) to ``--profile-dir``.
 
     python benchmarks/run.py                                 # all three, on CUDA, bf16
     python benchmarks/run.py --workloads gpt --executors nvfuser,torch
@@ -106,8 +107,8 @@ def _training_rows(name: str, model: torch.nn.Module, shape: dict, args: argpars
         ms, first_s, peak = _time(step, args.device, args.warmup, args.steps)
         tokens_per_s = batch * seq / (ms / 1000)
         rows.append(Row(name, system, ms, first_s, peak, tokens_per_s, flops_per_token * tokens_per_s / 1e12))
-        if args.profile and system == "thunder":
-            _profile(name, step, args)
+        if args.profile and system in ("thunder", "torch.compile"):
+            _profile(f"{name}_{system}", step, args)
         del net, optimizer, run, step
     return rows
 
@@ -139,16 +140,25 @@ def _profile(name: str, step: Callable, args: argparse.Namespace) -> None:
     activities = [torch.profiler.ProfilerActivity.CPU]
     if args.device == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
+    steps = 3
+    _sync(args.device)
+    start = time.perf_counter()
     with torch.profiler.profile(activities=activities) as profiler:
-        for _ in range(3):
+        for _ in range(steps):
             step()
         _sync(args.device)
+    wall_ms = (time.perf_counter() - start) * 1000 / steps
     sort_by = "cuda_time_total" if args.device == "cuda" else "cpu_time_total"
+    averages = profiler.key_averages()
+    # kernel time: what the GPU is busy with; the rest of the wall time it waits for the host
+    kernels = [e for e in profiler.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    kernel_ms = sum(e.device_time for e in kernels) / 1000 / steps
     os.makedirs(args.profile_dir, exist_ok=True)
     path = os.path.join(args.profile_dir, f"profile_{name}.txt")
     with open(path, "w") as f:
-        f.write(profiler.key_averages().table(sort_by=sort_by, row_limit=40))
-    print(f"profile of thunder's {name} steps: {path}")
+        f.write(f"{name}: {wall_ms:.2f} ms/step wall under the profiler, {kernel_ms:.2f} ms/step in kernels\n")
+        f.write(averages.table(sort_by=sort_by, row_limit=60))
+    print(f"profile of {name} ({wall_ms:.2f} ms/step wall, {kernel_ms:.2f} ms/step kernels): {path}")
 
 
 def _print_table(rows: list[Row], args: argparse.Namespace) -> None:

@@ -28,11 +28,19 @@ class ThunderFunction(torch.autograd.Function):
         output, saved = pair.forward(*inputs)
         flat_output, pair.output_spec = tree_flatten(output)
         ctx.pair = pair
-        # Python numbers (cache="symbolic values") cannot go through save_for_backward
-        ctx.save_for_backward(*(s for s in saved if isinstance(s, torch.Tensor) or s is None))
-        ctx.saved_numbers = {
-            i: s for i, s in enumerate(saved) if not (isinstance(s, torch.Tensor) or s is None)
-        }
+        ctx.saved_count = len(saved)
+        # Inputs, outputs and views go through save_for_backward: PyTorch then raises if they are
+        # changed in place before the backward, and an output saved there makes no reference cycle.
+        # The forward's own intermediates (no one else can reach them) stay in a list the backward
+        # empties, so that each is freed at its last use in the backward trace.
+        checked = {id(t) for t in (*inputs, *flat_output) if isinstance(t, torch.Tensor)}
+        tracked = [
+            i for i, s in enumerate(saved) if s is None or (isinstance(s, torch.Tensor) and (id(s) in checked or s._base is not None))
+        ]
+        ctx.save_for_backward(*(saved[i] for i in tracked))
+        ctx.tracked_positions = tracked
+        tracked_set = set(tracked)
+        ctx.untracked = {i: s for i, s in enumerate(saved) if i not in tracked_set}  # tensors and Python numbers
         ctx.mark_non_differentiable(
             *(
                 t
@@ -47,11 +55,32 @@ class ThunderFunction(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any, *grads: Any) -> tuple:
         pair: _CompiledPair = ctx.pair
-        cotangents = [grads[i] for i in pair.cotangent_outputs]
-        tensors = iter(ctx.saved_tensors)
-        count = len(ctx.saved_tensors) + len(ctx.saved_numbers)
-        saved = [ctx.saved_numbers[i] if i in ctx.saved_numbers else next(tensors) for i in range(count)]
-        return (None, *pair.backward(*saved, *cotangents))
+        arguments = _saved(ctx)
+        arguments += [grads[i] for i in pair.cotangent_outputs]
+        return (None, *pair.backward(arguments))
+
+
+def _saved(ctx: Any) -> list[Any]:
+    """What the forward saved, in order; unless the graph is kept, ``ctx`` no longer holds the intermediates."""
+    if ctx.untracked is None:
+        raise RuntimeError(
+            "thunder: trying to backward through the graph a second time, after its saved tensors "
+            "were freed; pass retain_graph=True to the first backward"
+        )
+    saved: list[Any] = [None] * ctx.saved_count
+    for i, tensor in zip(ctx.tracked_positions, ctx.saved_tensors):
+        saved[i] = tensor
+    for i, value in ctx.untracked.items():
+        saved[i] = value
+    if not _keeps_graph():
+        ctx.untracked = None  # the list returned holds the last references
+    return saved
+
+
+def _keeps_graph() -> bool:
+    """Whether the running backward was asked to keep the graph (``retain_graph=True``)."""
+    keep_graph = getattr(torch._C._autograd, "_get_current_graph_task_keep_graph", None)
+    return True if keep_graph is None else bool(keep_graph())
 
 
 class _CompiledPair:

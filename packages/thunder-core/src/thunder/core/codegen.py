@@ -233,6 +233,9 @@ def _source_and_constants(trace: Trace) -> tuple[str, dict[str, Any]]:
         lines.append(f"# bound when compiled: {', '.join(sorted(printer.constants))}")
     lines += [""] + trace.decorators
     signature = trace.signature if trace.signature is not None else ", ".join(arg.name for arg in trace.args)
+    if trace.takes_argument_list:
+        signature = printer.fresh_name("_arguments")
+        body = [f"{printer.target(list(trace.args)) or '_'} = {signature}", f"{signature}.clear()", *body]
     lines.append(f"def {trace.name}({signature}):")
     lines += [f"  {line}" for line in body]
     return "\n".join(lines) + "\n", printer.constants

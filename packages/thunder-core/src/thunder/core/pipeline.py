@@ -163,10 +163,15 @@ def compile_with_autograd(
     for transform in compile_transforms(compile_data.transforms):  # data parallelism (thunder.distributed)
         split = transform.transform_split(split)
     stats.last_saved_for_backward_bytes = saved_bytes(split.saved)
+    graphs = _uses_cuda_graphs(compile_data)
+    # Without CUDA graphs the backward takes its saved tensors in a list it empties, so that each
+    # is freed at its last use instead of at the end of the backward (autograd_function.py).
+    split.backward.takes_argument_list = not graphs
     forward_traces = traces + compile_computation(split.forward, compile_data, stats, stage_prefix="forward ")
     backward_traces = compile_computation(split.backward, compile_data, stats, stage_prefix="backward ")
-    graphs = _uses_cuda_graphs(compile_data)
-    backward = with_cuda_graphs(_backward_callable(backward_traces[-1], unsynchronized, compile_data), graphs, "backward")
+    backward = _backward_callable(backward_traces[-1], unsynchronized, compile_data)
+    if graphs:
+        backward = _taking_argument_list(with_cuda_graphs(backward, graphs, "backward"))
     forward = with_cuda_graphs(forward_traces[-1].python_callable(), graphs, "forward")
     run = differentiable_callable(forward, backward, split.cotangent_outputs)
     return run, forward_traces, backward_traces
@@ -274,11 +279,23 @@ class JittedFunction:
         self._last_entry = entry
 
 
+def _taking_argument_list(backward: Callable) -> Callable:
+    """``backward`` (which takes its inputs one by one) called the way ThunderFunction calls: with a list."""
+
+    def run(arguments: list) -> Any:
+        inputs = tuple(arguments)
+        arguments.clear()
+        return backward(*inputs)
+
+    return run
+
+
 def _backward_callable(backward: Trace, unsynchronized: Any, compile_data: CompileData) -> Callable:
     """The compiled backward; under ``no_sync()`` the compile transforms' backward without collectives."""
     for transform in compile_transforms(compile_data.transforms):
         no_sync = transform.no_sync_backward(unsynchronized)
         if no_sync is not None:
+            no_sync.takes_argument_list = backward.takes_argument_list
             # compiled now, not on first use: backwards run outside the compile lock, in other threads
             traces = compile_computation(no_sync, compile_data, CompileStats(), stage_prefix="no_sync ")
             return backward_choosing_sync(backward.python_callable(), traces[-1].python_callable())

@@ -63,6 +63,9 @@ class Trace:
         self.tensor_adopter: Callable[[Any], Proxy] | None = None
         self.constants: dict[str, Any] = {}  # Python objects the printed program refers to by name
         self.signature: str | None = None  # the parameter list when it is not ``trace.args``
+        # The function takes one list holding ``trace.args`` and empties it (codegen.py): the caller
+        # then holds no reference, so each input is freed at its last use (the backward's saved tensors).
+        self.takes_argument_list = False
         # thunder.core.inplace.Mutations once the traced program mutates a tensor in place
         self.mutations: Any = None
         self._python_callable: Callable | None = None
@@ -164,5 +167,6 @@ def from_trace(trace: Trace, header: str = "") -> Trace:
     new.decorators = list(trace.decorators)
     new.header = header
     new.signature = trace.signature
+    new.takes_argument_list = trace.takes_argument_list
     new.constants = dict(trace.constants)
     return new

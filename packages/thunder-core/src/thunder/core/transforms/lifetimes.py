@@ -10,8 +10,12 @@ __all__ = ["insert_deletes"]
 
 
 def insert_deletes(trace: Trace) -> Trace:
-    """Delete each proxy after the bound symbol that uses it last (inputs and outputs stay)."""
-    keep = {p.name for p in trace.args}
+    """Delete each proxy after the bound symbol that uses it last.
+
+    Outputs stay, and so do inputs unless the trace takes its inputs in a list that it empties
+    (``Trace.takes_argument_list``): only then is a ``del`` of an input the last reference to it.
+    """
+    keep = set() if trace.takes_argument_list else {p.name for p in trace.args}
     last_use: dict[str, int] = {}
     for index, bound_symbol in enumerate(trace.bound_symbols):
         if bound_symbol.symbol is RETURN:

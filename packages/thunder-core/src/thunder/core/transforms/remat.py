@@ -57,8 +57,7 @@ def rematerialize(split: ForwardBackward) -> ForwardBackward:
     backward.name = split.backward.name
     cotangents = split.backward.args[len(split.saved) :]
     backward.args = [*saved, *cotangents]
-    backward.bound_symbols.extend(recomputed)
-    backward.bound_symbols.extend(split.backward.bound_symbols)
+    backward.bound_symbols.extend(_placed_before_use(recomputed, split.backward.bound_symbols))
     backward.header = (
         f"Backward: takes {len(saved)} saved tensors and {len(cotangents)} output gradients, "
         f"recomputes {len(recomputed)} forward ops"
@@ -116,6 +115,29 @@ def _min_cut(
     return [
         tensors[name] for name in tensors if f"{name}.in" in source_side and f"{name}.out" not in source_side
     ]
+
+
+def _placed_before_use(recomputed: list[BoundSymbol], backward: list[BoundSymbol]) -> list[BoundSymbol]:
+    """The backward with each recomputed op just before the first op that reads what it makes.
+
+    Recomputing everything up front would keep every recomputed value alive from the start of the
+    backward (and a fusion executor would fuse it all into one region with many outputs).
+    """
+    position = {p.name: i for i, b in enumerate(recomputed) for p in b.proxy_outputs()}
+    placed: set[int] = set()
+    result: list[BoundSymbol] = []
+    for bound_symbol in backward:
+        needed: set[int] = set()
+        pending = [p.name for p in bound_symbol.proxy_args()]
+        while pending:  # the recomputed ops this one needs, directly or through other recomputed ops
+            index = position.get(pending.pop())
+            if index is not None and index not in placed and index not in needed:
+                needed.add(index)
+                pending += [p.name for p in recomputed[index].proxy_args()]
+        placed |= needed
+        result += [recomputed[i] for i in sorted(needed)]  # forward order is a topological order
+        result.append(bound_symbol)
+    return result
 
 
 def _recomputation(
