@@ -164,3 +164,41 @@ def test_printed_execution_trace_runs_on_its_own() -> None:
         pytest.fail(f"the execution trace refers to objects it does not import:\n{source}")
     exec(compile(source, "printed", "exec"), namespace)
     torch.testing.assert_close(namespace["computation"](a, b), expected)
+
+
+class _ViewFusingExecutor(PythonFusionExecutor):
+    """Also claims shape prims, as nvFuser and Triton do."""
+
+    def can_fuse(self, bound_symbol) -> bool:
+        return super().can_fuse(bound_symbol) or ("shape" in bound_symbol.symbol.tags and bound_symbol.symbol.is_leaf)
+
+
+def test_views_whose_results_only_leave_a_region_run_outside_it() -> None:
+    fuser = _ViewFusingExecutor()
+
+    def fn(a, w):
+        r = ltorch.reshape(ltorch.sin(a), (4, 3))  # only the linear reads the reshape
+        return ltorch.linear(r, w)
+
+    a, w = torch.randn(3, 4), torch.randn(2, 3)
+    jitted = _jit(fn, [fuser, make_prims_executor()])
+    torch.testing.assert_close(jitted(a, w), torch.nn.functional.linear(torch.sin(a).reshape(4, 3), w))
+    assert [[b.symbol.name for b in region] for region in fuser.fused_regions] == [["sin"]]
+    execution = pipeline.compile_stats(jitted).last_traces[-1]
+    names = [b.symbol.name for b in execution.bound_symbols]
+    assert names.index("reshape") > names.index("PyFusion0")  # the view of the region's output, after it
+
+
+def test_views_read_inside_their_region_stay_in_it() -> None:
+    fuser = _ViewFusingExecutor()
+
+    def fn(a):
+        r = ltorch.reshape(ltorch.sin(a), (4, 3))
+        return ltorch.exp(r) + 1.0, r
+
+    a = torch.randn(3, 4)
+    jitted = _jit(fn, [fuser, make_prims_executor()])
+    out, r = jitted(a)
+    torch.testing.assert_close(out, torch.exp(torch.sin(a).reshape(4, 3)) + 1.0)
+    torch.testing.assert_close(r, torch.sin(a).reshape(4, 3))
+    assert "reshape" in [b.symbol.name for b in fuser.fused_regions[0]]

@@ -63,6 +63,25 @@ def test_attention_non_contiguous_heads(device: str) -> None:
         _check(block, [qkv], "attention_with_lse", "attention_backward")
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: cuDNN and flash attention kernels")
+@pytest.mark.parametrize("backend", ["cudnn", "flash"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_attention_kernels_at_model_sizes(backend: str, head_dim: int) -> None:
+    """GPT-2's and Llama's head sizes, through cuDNN (the choice on compute capability 9+) and flash."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    chosen = SDPBackend.CUDNN_ATTENTION if backend == "cudnn" else SDPBackend.FLASH_ATTENTION
+    heads, seq = 4, 256
+    qkv = torch.randn(2, seq, 3 * heads * head_dim, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+
+    def block(qkv: torch.Tensor) -> torch.Tensor:
+        q, k, v = (t.view(2, seq, heads, head_dim).transpose(1, 2) for t in qkv.split(heads * head_dim, dim=2))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, seq, -1)
+
+    with sdpa_kernel([chosen]):  # thunder's kernel choice follows torch.backends.cuda's switches
+        _check(block, [qkv], "attention_with_lse", "attention_backward")
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("affine", [True, False])
 def test_layer_norm(device: str, affine: bool) -> None:

@@ -46,12 +46,28 @@ def _computation_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 # ---------------------------------------------------------------------------------------------
-# attention: flash kernels (CUDA for half precision, PyTorch's CPU flash kernel otherwise)
+# attention: cuDNN's fused attention on Hopper and newer (what PyTorch's own dispatch and Inductor
+# pick there; GPT-2's profile on an H200: forward 1.03 ms per step against flash's 1.75, backward
+# 2.75 against 4.24), flash kernels elsewhere (CUDA half precision, PyTorch's CPU flash kernel)
+
+
+def _uses_cudnn_attention(q: torch.Tensor) -> bool:
+    """cuDNN for half-precision CUDA attention on compute capability 9+ with head dims up to 128."""
+    if not q.is_cuda or q.dtype not in _HALF or q.shape[-1] > 128 or q.shape[-1] % 8:
+        return False
+    if not (torch.backends.cudnn.is_available() and torch.backends.cuda.cudnn_sdp_enabled()):
+        return False
+    return torch.cuda.get_device_capability(q.device)[0] >= 9
 
 
 def attention_with_lse(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: float | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    if _uses_cudnn_attention(q):
+        out, lse, *_ = torch.ops.aten._scaled_dot_product_cudnn_attention(
+            q, k, v, None, True, 0.0, is_causal, False, scale=scale
+        )
+        return out, lse.squeeze(-1)  # cuDNN's statistics are (B, H, S, 1), float32
     if q.is_cuda:
         out, lse, *_ = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, is_causal, False, scale=scale)
     else:
@@ -65,8 +81,15 @@ def attention_backward(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
     if q.is_cuda:
         # dense batches have no sequence offsets (undefined tensors, as the forward returns them);
-        # without dropout the kernel does not read the random state
+        # without dropout the kernels do not read the random state
         unused = torch.empty(0, dtype=torch.int64, device=q.device)
+        if _uses_cudnn_attention(q):  # the same choice as the forward's: the statistics are cuDNN's
+            if g.stride() != out.stride():  # cuDNN reads the output's gradient in the output's layout
+                g = torch.empty_strided(out.shape, out.stride(), dtype=g.dtype, device=g.device).copy_(g)
+            return torch.ops.aten._scaled_dot_product_cudnn_attention_backward(
+                g, q, k, v, out, lse.unsqueeze(-1), unused, unused, None, None, None, q.shape[-2], k.shape[-2],
+                0.0, is_causal, scale=scale,
+            )  # fmt: skip
         return torch.ops.aten._scaled_dot_product_flash_attention_backward(
             g.contiguous(), q, k, v, out, lse.float(), None, None, q.shape[-2], k.shape[-2], 0.0, is_causal,
             unused, unused, scale=scale,

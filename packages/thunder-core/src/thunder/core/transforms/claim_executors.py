@@ -29,7 +29,8 @@ def claim_executors(trace: Trace, executors: Sequence[Executor]) -> Trace:
     with tracectx(new):
         for bound_symbol in trace.bound_symbols:
             claimed += _claim(bound_symbol, executors)
-    new.bound_symbols.extend(_fuse_regions(claimed))
+        operators = [e for e in executors if isinstance(e, OperatorExecutor)]
+        new.bound_symbols.extend(_fuse_regions(claimed, operators))
     return new
 
 
@@ -74,7 +75,9 @@ def _fusible_leaves(bound_symbol: BoundSymbol, executor: FusionExecutor) -> list
     return [leaf for sub in bound_symbol.subsymbols for leaf in _fusible_leaves(sub, executor)]
 
 
-def _fuse_regions(claimed: list[tuple[BoundSymbol, FusionExecutor | None]]) -> list[BoundSymbol]:
+def _fuse_regions(
+    claimed: list[tuple[BoundSymbol, FusionExecutor | None]], operators: Sequence[Executor] = ()
+) -> list[BoundSymbol]:
     """Group each fusion executor's symbols into regions by data dependence, never making a cycle.
 
     A symbol joins a region of its executor when no path reaches it from that region through a
@@ -131,7 +134,52 @@ def _fuse_regions(claimed: list[tuple[BoundSymbol, FusionExecutor | None]]) -> l
         reaches.append(frozenset(reaching))
         for proxy in bound_symbol.proxy_outputs():
             producer_of[proxy.name] = index
+    _peel_escaping_views(claimed, region_of, regions, operators)
     return _emit(claimed, region_of, regions, producer_of)
+
+
+# Shape ops that PyTorch runs as views (no copy) of a contiguous input.
+_VIEWS = frozenset({"reshape", "transpose", "broadcast_in_dim", "slice_prim"})
+
+
+def _peel_escaping_views(
+    claimed: list[tuple[BoundSymbol, FusionExecutor | None]],
+    region_of: list[int | None],
+    regions: list[tuple[FusionExecutor, list[int]]],
+    operators: Sequence[Executor],
+) -> None:
+    """Views whose results only leave their region run outside it, as views, by an operator executor.
+
+    A fusion region writes each of its outputs to fresh memory: a region ending in the transpose
+    that a matmul reads would write a transposed copy (GPT-2's logits gradient: 1.5 GB), and one
+    whose output is a reshape of its input copies the input. Outside the region the view costs
+    nothing, and the region outputs (at most) the tensor it is a view of.
+    """
+    if not operators:
+        return
+    readers: dict[str, set[int]] = {}
+    for index, (bound_symbol, _) in enumerate(claimed):
+        for proxy in bound_symbol.proxy_args():
+            readers.setdefault(proxy.name, set()).add(index)
+    changed = True
+    while changed:
+        changed = False
+        for region, (_, members) in enumerate(regions):
+            for index in reversed(members):
+                bound_symbol = claimed[index][0]
+                if bound_symbol.symbol.name not in _VIEWS or bound_symbol.symbol.module != "prims":
+                    continue
+                names = [p.name for p in bound_symbol.proxy_outputs()]
+                consumers = set().union(*(readers.get(name, set()) for name in names))
+                if not consumers or any(region_of[c] == region for c in consumers):
+                    continue  # unused, or read inside the region: stays
+                lowered = _claim(bound_symbol, operators)
+                if len(lowered) != 1 or lowered[0][1] is not None:
+                    continue
+                claimed[index] = lowered[0]
+                region_of[index] = None
+                members.remove(index)
+                changed = True
 
 
 def _emit(
