@@ -35,6 +35,9 @@ CASES: dict[str, tuple[Callable, Callable[[torch.dtype], list]]] = {
     "rms_norm": (lambda x, w: (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * w, lambda dt: [_randn(ROWS, COLS, dtype=dt), _randn(COLS, dtype=dt)]),
     # spelled as its math: F.cross_entropy on CUDA is one claimed kernel pair (the Triton kernels)
     "cross_entropy": (lambda x, t: F.nll_loss(F.log_softmax(x, -1), t), lambda dt: [_randn(ROWS, COLS, dtype=dt), torch.randint(0, COLS, (ROWS,), device=DEVICE)]),
+    # a rotary embedding: two slices, a negation and a cat (pad and slice in the backward)
+    "rotary": (lambda x, c, s: x * c + torch.cat((-x[..., COLS // 2:], x[..., : COLS // 2]), -1) * s,
+               lambda dt: [_randn(2, ROWS, COLS - 1, dtype=dt), _randn(ROWS, COLS - 1, dtype=dt), _randn(ROWS, COLS - 1, dtype=dt)]),
     "transposed_input": (lambda x, y: torch.softmax(x.t(), -1) * y, lambda dt: [_randn(COLS, ROWS, dtype=dt), _randn(ROWS, COLS, dtype=dt)]),
 }  # fmt: skip
 
@@ -77,6 +80,18 @@ def test_fusions_match_eager_forward_and_backward(name: str, dtype: torch.dtype)
         for region in (b for b in trace.bound_symbols if b.symbol.name.startswith("nvFusion")):
             # a region that failed in nvFuser would have run on torch (core/fusion_fallback.py)
             assert getattr(region.symbol.fn, "error", None) is None, region.symbol.fn.error
+
+
+def test_rotary_embedding_is_one_region_forward_and_backward() -> None:
+    fn, make_inputs = CASES["rotary"]
+    x, cos, sin = make_inputs(torch.bfloat16)
+    x.requires_grad_()
+    jitted = thunder.jit(fn, executors=["nvfuser"])
+    jitted(x, cos, sin).sum().backward()
+    for trace in (thunder.last_traces(jitted)[-1], thunder.last_backward_traces(jitted)[-1]):
+        called = [b.symbol.name for b in trace.bound_symbols if b.symbol.name not in ("del", "return")]
+        assert called.count("nvFusion0") == 1 and not any(name.startswith("nvFusion1") for name in called), str(trace)
+        assert not {"slice_prim", "cat", "pad"} & set(called), str(trace)
 
 
 def test_definitions_are_cached_per_layout() -> None:

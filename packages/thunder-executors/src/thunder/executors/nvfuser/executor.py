@@ -228,7 +228,13 @@ class NvFuserExecutor(FusionExecutor):
         name = symbol.name
         if name not in ELEMENTWISE and name not in REDUCTIONS and name not in SHAPES:
             return False
+        if name == "slice_prim" and any(step != 1 for step in bound_symbol.args[3]):
+            return False
+        if name == "pad" and any(interior for _, _, interior in bound_symbol.args[2]):
+            return False
         values = [*bound_symbol.args, *bound_symbol.kwargs.values()]
+        if name == "cat":
+            values = [*bound_symbol.args[0], *bound_symbol.args[1:]]
         if any(isinstance(a, Proxy) and not isinstance(a, TensorProxy) for a in values):
             return False
         tensors = [a for a in values if isinstance(a, TensorProxy)] + [bound_symbol.output]

@@ -24,7 +24,9 @@ ELEMENTWISE: dict[str, str] = {
     ).split()
 }
 REDUCTIONS: dict[str, str] = {"sum": "sum", "amax": "max", "amin": "min", "prod": "prod", "var": "var"}
-SHAPES = frozenset({"broadcast_in_dim", "reshape", "transpose", "convert_element_type"})
+# slice_prim with unit strides and pad without interior padding only (NvFuserExecutor.can_fuse);
+# with cat they keep a rotary embedding (two slices, a negation and a cat) in one region.
+SHAPES = frozenset({"broadcast_in_dim", "reshape", "transpose", "convert_element_type", "slice_prim", "pad", "cat"})
 SUPPORTED_DTYPES = frozenset(
     {torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.bool}
 )
@@ -123,6 +125,14 @@ class _Definer:
             result = ops.broadcast_in_dim(x, list(args[1]), list(args[2]))
         elif name == "reshape":
             result = ops.reshape(x, list(args[1]))
+        elif name == "slice_prim":
+            result = ops.slice(x, list(args[1]), list(args[2]), list(args[3]))
+        elif name == "pad":  # nvFuser's widths: (low, high) per dim, last dim first, as F.pad's
+            widths = [width for low, high, _ in reversed(args[2]) for width in (low, high)]
+            value = self.fd.define_scalar(args[1], dtype=self.data_type(args[0].dtype.torch_dtype))
+            result = ops.pad(x, widths, value)
+        elif name == "cat":
+            result = ops.cat([self.value(t) for t in args[0]], args[1])
         else:  # transpose
             result = ops.permute(x, list(args[1]))
         self.env[b.output.name] = self.cast_to(result, b.output)
