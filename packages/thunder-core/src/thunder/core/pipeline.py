@@ -34,6 +34,7 @@ from thunder.core.trace import Trace
 from thunder.core.transforms.autograd import saved_bytes, split_forward_backward
 from thunder.core.transforms.claim_executors import claim_executors
 from thunder.core.transforms.dce import dce
+from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
 from thunder.core.transforms.lifetimes import insert_deletes
 from thunder.core.transforms.remat import rematerialize
 
@@ -126,6 +127,7 @@ def compile_computation(
     if not stage_prefix:
         for index, user_transform in enumerate(compile_data.transforms):
             step(f"user transform {index}", user_transform)
+        step("fuse linear cross entropy", fuse_linear_cross_entropy)
     step("dce", dce)
     step("executors", functools.partial(claim_executors, executors=compile_data.executors))
     step("dce after executors", dce)
@@ -153,6 +155,9 @@ def compile_with_autograd(
     traces = [computation]
     for user_transform in trace_transforms(compile_data.transforms):
         traces.append(user_transform(traces[-1]))
+    start = time.perf_counter()
+    traces.append(fuse_linear_cross_entropy(traces[-1]))  # before the split: the loss computes its gradients
+    stats.last_stage_seconds["fuse linear cross entropy"] = time.perf_counter() - start
     start = time.perf_counter()
     split = split_forward_backward(traces[-1])
     stats.last_stage_seconds["autograd"] = time.perf_counter() - start

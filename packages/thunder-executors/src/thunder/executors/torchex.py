@@ -18,6 +18,7 @@ import thunder.torch as ltorch
 from thunder.core import prims
 from thunder.core.executor import OperatorExecutor, register_executor, to_torch_arguments
 from thunder.core.symbol import Symbol
+from thunder.executors.linear_cross_entropy import register_linear_cross_entropy
 from thunder.executors.torch_distributed import register_distributed
 from thunder.executors.torch_kernels import register_torch_kernels
 
@@ -407,6 +408,7 @@ def _claim_nn_prims() -> None:
 
 _claim_nn_prims()
 register_torch_kernels(executor)
+register_linear_cross_entropy(executor)
 register_distributed(executor)
 _claim_math_prims()
 _claim_torch_language()

@@ -38,6 +38,7 @@ import triton.language as tl
 __all__ = [
     "triton_cross_entropy_with_lse",
     "triton_cross_entropy_backward",
+    "triton_cross_entropy_loss_and_gradient_",
     "use_triton_cross_entropy",
     "MAX_BLOCK",
 ]
@@ -97,6 +98,41 @@ def _backward_kernel(
         one_hot = tl.where(cols == target, 1.0, 0.0)
         grad = tl.where(kept, (probabilities - one_hot) * share, 0.0)
         tl.store(grad_row_ptr + cols, grad.to(grad_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _loss_and_gradient_kernel(
+    a_ptr, a_row_stride, target_ptr, loss_ptr, scale_ptr, columns, ignore_index,
+    GRADIENT: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """The forward's loss and, in the same program, the gradient written over the row it read
+    (each block is read before it is overwritten, by the same program)."""
+    row = tl.program_id(0).to(tl.int64)
+    row_ptr = a_ptr + row * a_row_stride
+    offsets = tl.arange(0, BLOCK)
+    running_max = tl.full((), float("-inf"), tl.float32)
+    running_sum = tl.full((), 0.0, tl.float32)
+    for start in range(0, columns, BLOCK):
+        cols = start + offsets
+        x = tl.load(row_ptr + cols, mask=cols < columns, other=float("-inf")).to(tl.float32)
+        new_max = tl.maximum(running_max, tl.max(x, 0))
+        running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(tl.exp(x - new_max), 0)
+        running_max = new_max
+    lse = running_max + tl.log(running_sum)
+
+    target = tl.load(target_ptr + row)
+    kept = target != ignore_index
+    in_range = kept & (target >= 0) & (target < columns)
+    picked = tl.load(row_ptr + tl.where(in_range, target, 0), mask=in_range, other=0.0).to(tl.float32)
+    tl.store(loss_ptr + row, tl.where(kept, lse - picked, 0.0))
+    if GRADIENT:
+        share = tl.where(kept, tl.load(scale_ptr).to(tl.float32), 0.0)
+        for start in range(0, columns, BLOCK):
+            cols = start + offsets
+            mask = cols < columns
+            x = tl.load(row_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            grad = (tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)) * share
+            tl.store(row_ptr + cols, grad.to(a_ptr.dtype.element_ty), mask=mask)
 
 
 def _block(columns: int, block: int | None) -> int:
@@ -184,6 +220,31 @@ def triton_cross_entropy_backward(
                 MEAN=mean, BLOCK=step, num_warps=_num_warps(step),
             )  # fmt: skip
     return grad
+
+
+def triton_cross_entropy_loss_and_gradient_(
+    a: torch.Tensor, target: torch.Tensor, scale: torch.Tensor, ignore_index: int, *, gradient: bool = True,
+    block: int | None = None,
+) -> torch.Tensor:  # fmt: skip
+    """Each row's float32 loss of logits ``a`` [N, C]; with ``gradient``, ``a`` is overwritten by
+    the gradient of ``scale * sum(losses)`` (``scale`` a 0-dim tensor, read on the device: no
+    synchronization). The fused linear + cross entropy calls it on each block of logits
+    (``executors/linear_cross_entropy.py``); ``block`` as for the forward.
+    """
+    _check_arguments(a, target, "sum")
+    if a.shape[1] > 1 and a.stride(1) != 1:
+        raise ValueError("the logits are overwritten by their gradient: their rows must be contiguous")
+    target = target.contiguous()
+    rows, columns = a.shape
+    losses = torch.empty(rows, dtype=torch.float32, device=a.device)
+    step = _block(columns, block)
+    if rows:
+        with _on_device(a):
+            _loss_and_gradient_kernel[(rows,)](
+                a, a.stride(0), target, losses, scale, columns, ignore_index, GRADIENT=gradient, BLOCK=step,
+                num_warps=_num_warps(step),
+            )  # fmt: skip
+    return losses
 
 
 def use_triton_cross_entropy(a: Any, target: Any = None, *args: Any, **kwargs: Any) -> bool:
