@@ -49,12 +49,8 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 
 @triton.jit
-def _forward_kernel(
-    a_ptr, a_row_stride, target_ptr, loss_ptr, lse_ptr, columns, ignore_index,
-    BLOCK: tl.constexpr,
-):  # fmt: skip
-    row = tl.program_id(0).to(tl.int64)
-    row_ptr = a_ptr + row * a_row_stride
+def _row_loss(row_ptr, target, columns, ignore_index, BLOCK: tl.constexpr):
+    """A row's log-sum-exp (one pass, running maximum) and its loss at ``target`` (0 where ignored)."""
     offsets = tl.arange(0, BLOCK)
     running_max = tl.full((), float("-inf"), tl.float32)
     running_sum = tl.full((), 0.0, tl.float32)
@@ -65,12 +61,20 @@ def _forward_kernel(
         running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(tl.exp(x - new_max), 0)
         running_max = new_max
     lse = running_max + tl.log(running_sum)
-
-    target = tl.load(target_ptr + row)
     kept = target != ignore_index
     in_range = kept & (target >= 0) & (target < columns)
     picked = tl.load(row_ptr + tl.where(in_range, target, 0), mask=in_range, other=0.0).to(tl.float32)
-    tl.store(loss_ptr + row, tl.where(kept, lse - picked, 0.0))
+    return lse, tl.where(kept, lse - picked, 0.0)
+
+
+@triton.jit
+def _forward_kernel(
+    a_ptr, a_row_stride, target_ptr, loss_ptr, lse_ptr, columns, ignore_index,
+    BLOCK: tl.constexpr,
+):  # fmt: skip
+    row = tl.program_id(0).to(tl.int64)
+    lse, loss = _row_loss(a_ptr + row * a_row_stride, tl.load(target_ptr + row), columns, ignore_index, BLOCK)
+    tl.store(loss_ptr + row, loss)
     tl.store(lse_ptr + row, lse)
 
 
@@ -109,22 +113,11 @@ def _loss_and_gradient_kernel(
     (each block is read before it is overwritten, by the same program)."""
     row = tl.program_id(0).to(tl.int64)
     row_ptr = a_ptr + row * a_row_stride
-    offsets = tl.arange(0, BLOCK)
-    running_max = tl.full((), float("-inf"), tl.float32)
-    running_sum = tl.full((), 0.0, tl.float32)
-    for start in range(0, columns, BLOCK):
-        cols = start + offsets
-        x = tl.load(row_ptr + cols, mask=cols < columns, other=float("-inf")).to(tl.float32)
-        new_max = tl.maximum(running_max, tl.max(x, 0))
-        running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(tl.exp(x - new_max), 0)
-        running_max = new_max
-    lse = running_max + tl.log(running_sum)
-
     target = tl.load(target_ptr + row)
+    lse, loss = _row_loss(row_ptr, target, columns, ignore_index, BLOCK)
+    tl.store(loss_ptr + row, loss)
     kept = target != ignore_index
-    in_range = kept & (target >= 0) & (target < columns)
-    picked = tl.load(row_ptr + tl.where(in_range, target, 0), mask=in_range, other=0.0).to(tl.float32)
-    tl.store(loss_ptr + row, tl.where(kept, lse - picked, 0.0))
+    offsets = tl.arange(0, BLOCK)
     if GRADIENT:
         share = tl.where(kept, tl.load(scale_ptr).to(tl.float32), 0.0)
         for start in range(0, columns, BLOCK):
