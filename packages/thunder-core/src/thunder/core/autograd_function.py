@@ -33,10 +33,12 @@ class ThunderFunction(torch.autograd.Function):
         # changed in place before the backward, and an output saved there makes no reference cycle.
         # The forward's own intermediates (no one else can reach them) stay in a list the backward
         # empties, so that each is freed at its last use in the backward trace.
-        checked = {id(t) for t in (*inputs, *flat_output) if isinstance(t, torch.Tensor)}
+        # Which saved values are inputs or outputs is known when compiling; views only now.
+        static = pair.saved_inputs_and_outputs
         tracked = [
-            i for i, s in enumerate(saved) if s is None or (isinstance(s, torch.Tensor) and (id(s) in checked or s._base is not None))
-        ]
+            i for i, s in enumerate(saved)
+            if i in static or s is None or (isinstance(s, torch.Tensor) and s._base is not None)
+        ]  # fmt: skip
         ctx.save_for_backward(*(saved[i] for i in tracked))
         ctx.tracked_positions = tracked
         tracked_set = set(tracked)
@@ -84,16 +86,23 @@ def _keeps_graph() -> bool:
 
 
 class _CompiledPair:
-    def __init__(self, forward: Callable, backward: Callable, cotangent_outputs: list[int]):
+    def __init__(self, forward: Callable, backward: Callable, cotangent_outputs: list[int],
+                 saved_inputs_and_outputs: frozenset[int]) -> None:  # fmt: skip
         self.forward = forward
         self.backward = backward
         self.cotangent_outputs = cotangent_outputs  # flat output positions the backward takes gradients of
+        self.saved_inputs_and_outputs = saved_inputs_and_outputs  # saved positions that are inputs or outputs
         self.output_spec: Any = None
 
 
-def differentiable_callable(forward: Callable, backward: Callable, cotangent_outputs: list[int]) -> Callable:
-    """A function of the computation's inputs that runs ``forward`` under a ``ThunderFunction``."""
-    pair = _CompiledPair(forward, backward, cotangent_outputs)
+def differentiable_callable(forward: Callable, backward: Callable, cotangent_outputs: list[int],
+                            saved_inputs_and_outputs: frozenset[int]) -> Callable:  # fmt: skip
+    """A function of the computation's inputs that runs ``forward`` under a ``ThunderFunction``.
+
+    ``saved_inputs_and_outputs``: positions among the saved values of inputs and outputs of the
+    forward, which go through ``save_for_backward``.
+    """
+    pair = _CompiledPair(forward, backward, cotangent_outputs, saved_inputs_and_outputs)
 
     def run(*inputs: Any) -> Any:
         flat_output = ThunderFunction.apply(pair, *inputs)

@@ -30,6 +30,7 @@ from thunder.core.diagnostics import instrumented_compile
 from thunder.core.executor import Executor, resolve_executors
 from thunder.core.prologue import GuardFailure
 from thunder.core.proxies import TensorProxy
+from thunder.core.pytree import tree_flatten
 from thunder.core.trace import Trace
 from thunder.core.transforms.autograd import saved_bytes, split_forward_backward
 from thunder.core.transforms.claim_executors import claim_executors
@@ -156,7 +157,9 @@ def compile_with_autograd(
     for user_transform in trace_transforms(compile_data.transforms):
         traces.append(user_transform(traces[-1]))
     start = time.perf_counter()
-    traces.append(fuse_linear_cross_entropy(traces[-1]))  # before the split: the loss computes its gradients
+    fused = fuse_linear_cross_entropy(traces[-1])  # before the split: the loss computes its gradients
+    if fused is not traces[-1]:  # listed only when it changed something, as the docs show the traces
+        traces.append(fused)
     stats.last_stage_seconds["fuse linear cross entropy"] = time.perf_counter() - start
     start = time.perf_counter()
     split = split_forward_backward(traces[-1])
@@ -178,7 +181,7 @@ def compile_with_autograd(
     if graphs:
         backward = _taking_argument_list(with_cuda_graphs(backward, graphs, "backward"))
     forward = with_cuda_graphs(forward_traces[-1].python_callable(), graphs, "forward")
-    run = differentiable_callable(forward, backward, split.cotangent_outputs)
+    run = differentiable_callable(forward, backward, split.cotangent_outputs, _saved_inputs_and_outputs(split))
     return run, forward_traces, backward_traces
 
 
@@ -282,6 +285,13 @@ class JittedFunction:
         stats.last_backward_traces = entry.backward_traces
         stats.last_prologue_traces = entry.prologue_traces
         self._last_entry = entry
+
+
+def _saved_inputs_and_outputs(split: Any) -> frozenset[int]:
+    """Positions of the saved values that are inputs or outputs of the forward (known when compiling)."""
+    names = {p.name for p in split.forward.args if isinstance(p, TensorProxy)}
+    names.update(p.name for p in tree_flatten(split.forward.output[0])[0] if isinstance(p, TensorProxy))
+    return frozenset(i for i, p in enumerate(split.saved) if isinstance(p, TensorProxy) and p.name in names)
 
 
 def _taking_argument_list(backward: Callable) -> Callable:
