@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from helpers import PythonFusionExecutor, make_prims_executor
@@ -202,3 +204,49 @@ def test_views_read_inside_their_region_stay_in_it() -> None:
     torch.testing.assert_close(out, torch.exp(torch.sin(a).reshape(4, 3)) + 1.0)
     torch.testing.assert_close(r, torch.sin(a).reshape(4, 3))
     assert "reshape" in [b.symbol.name for b in fuser.fused_regions[0]]
+
+
+def _swiglu_like(a, b, w):
+    """a and b are bf16; the float32 values the last line reads come from the first region."""
+    a32, b32 = ltorch.to(a, torch.float32), ltorch.to(b, torch.float32)
+    s = ltorch.exp(a32) * b32
+    h = ltorch.to(a32 * s, torch.bfloat16)
+    m = ltorch.to(ltorch.linear(h, w), torch.float32)  # the regions are on either side of the linear
+    return m * s + ltorch.sin(a32) * b32
+
+
+def _region_inputs(region) -> dict[str, Any]:
+    produced = {p.name for b in region for p in b.proxy_outputs()}
+    return {p.name: p for b in region for p in b.proxy_args() if p.name not in produced}
+
+
+def test_a_region_recomputes_cheap_values_instead_of_reading_them_from_another() -> None:
+    fuser = PythonFusionExecutor()
+    a, b = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(4, 8, dtype=torch.bfloat16)
+    w = torch.randn(8, 8, dtype=torch.bfloat16)
+    jitted = _jit(_swiglu_like, [fuser, make_prims_executor()])
+    a32, b32 = a.float(), b.float()
+    s = torch.exp(a32) * b32
+    expected = torch.nn.functional.linear((a32 * s).bfloat16(), w).float() * s + torch.sin(a32) * b32
+    torch.testing.assert_close(jitted(a, b, w), expected)
+    first, second = fuser.fused_regions
+    made_by_first = {p.name for b in first for p in b.proxy_outputs()}
+    handed = [p for name, p in _region_inputs(second).items() if name in made_by_first]
+    assert handed == []  # without recomputation: the float32 s, a32 and b32
+    inputs = list(_region_inputs(second).values())
+    assert [p.dtype.torch_dtype for p in inputs] == [torch.bfloat16] * 3  # the linear's output, a and b
+
+
+def test_a_region_reads_what_is_cheaper_to_hand_over_than_to_recompute_from() -> None:
+    fuser = PythonFusionExecutor()
+
+    def fn(a, w):  # recomputing g would read the float32 a, twice g's size
+        h, g = ltorch.to(ltorch.sin(a), torch.bfloat16), ltorch.to(ltorch.exp(a), torch.bfloat16)
+        return ltorch.linear(h, w) * g
+
+    a, w = torch.randn(4, 8), torch.randn(8, 8, dtype=torch.bfloat16)
+    jitted = _jit(fn, [fuser, make_prims_executor()])
+    expected = torch.nn.functional.linear(torch.sin(a).bfloat16(), w) * torch.exp(a).bfloat16()
+    torch.testing.assert_close(jitted(a, w), expected)
+    first, second = fuser.fused_regions
+    assert "exp" in [b.symbol.name for b in first] and "exp" not in [b.symbol.name for b in second]

@@ -105,6 +105,19 @@ def test_gelu(device: str, approximate: str) -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("padding_idx, scale_grad_by_freq", [(None, False), (3, False), (None, True), (2, True)])
+def test_embedding(device: str, padding_idx: int | None, scale_grad_by_freq: bool) -> None:
+    index = torch.tensor([[1, 3, 3, 0], [2, 9, 1, 3]], device=device)  # repeated rows sum
+    for dtype in _cases(device):
+        weight = torch.randn(10, 8, device=device, dtype=dtype, requires_grad=True)
+
+        def fn(i, w):
+            return F.embedding(i, w, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+
+        _check(fn, [index, weight], "torch.nn.functional.embedding", "embedding_backward")
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_cross_entropy(device: str, reduction: str) -> None:
     for dtype in _cases(device):

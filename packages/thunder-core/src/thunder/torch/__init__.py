@@ -48,7 +48,7 @@ from thunder.torch.padding import pad
 from thunder.torch.resampling import (
     channel_shuffle, col2im, grid_sample, grid_sampler_2d, grid_sampler_3d, im2col, interpolate, pixel_shuffle, pixel_unshuffle, upsample_bilinear, upsample_nearest,
 )  # fmt: skip
-from thunder.torch.embedding import embedding, embedding_bag, one_hot
+from thunder.torch.embedding import embedding, embedding_backward, embedding_bag, one_hot
 from thunder.torch.attention import attention, attention_backward, attention_with_lse, scaled_dot_product_attention
 from thunder.torch.fused_losses import linear_cross_entropy_loss, linear_cross_entropy_with_grads
 from thunder.torch.dropout import alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from thunder.core import dtypes, prims
 from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import make_composite
 from thunder.torch import elementwise as ew
 from thunder.torch import reductions
 from thunder.torch.registry import torchsymbol
@@ -50,6 +51,27 @@ def embedding(a: TensorProxy, weight: TensorProxy, padding_idx: int | None = Non
     return prims.reshape(rows, (*a.shape, weight.shape[1]))
 
 
+def _embedding_backward(g: TensorProxy, a: TensorProxy, num_weights: int, padding_idx: int | None,
+                        scale_grad_by_freq: bool) -> TensorProxy:  # fmt: skip
+    """The weight's gradient, in ``g``'s dtype: each row of ``g`` added into the row its index names."""
+    index = _flat(a)
+    rows = prims.reshape(g, (index.numel(), g.shape[-1]))
+    if padding_idx is not None:
+        rows = ew.where(prims.reshape(ew.ne(index, padding_idx), (index.numel(), 1)), rows, 0.0)
+    if scale_grad_by_freq:
+        ones = prims.full((index.numel(),), 1, device=g.device, dtype=g.dtype)
+        counts = prims.index_add(prims.full((num_weights,), 0, device=g.device, dtype=g.dtype), 0, index, ones)
+        rows = ew.true_divide(rows, prims.reshape(prims.take(counts, index, 0), (index.numel(), 1)))
+    zeros = prims.full((num_weights, g.shape[-1]), 0, device=g.device, dtype=g.dtype)
+    return prims.index_add(zeros, 0, index, rows)
+
+
+# One symbol, so that an executor can run it as one kernel: the torch executor runs PyTorch's
+# embedding_dense_backward, which sums each row's gradients in float32 and allocates the result once
+# (the decomposition's index_add is out of place: a zero tensor and the sum, two vocabulary-sized tensors).
+embedding_backward = make_composite("embedding_backward", _embedding_backward)
+
+
 @register_vjp(embedding)
 def _embedding_vjp(g: Any, a: TensorProxy, weight: TensorProxy, padding_idx: int | None, max_norm: Any, norm_type: float,
                    scale_grad_by_freq: bool, sparse: bool, *, out: TensorProxy) -> tuple:  # fmt: skip
@@ -59,27 +81,9 @@ def _embedding_vjp(g: Any, a: TensorProxy, weight: TensorProxy, padding_idx: int
         raise NotImplementedError(
             "embedding(sparse=True) gradients (sparse tensors) are not supported by thunder"
         )
-    index = _flat(a)
-    rows = prims.reshape(g, (index.numel(), weight.shape[1]))
     padding = _padding_index(padding_idx, weight.shape[0])
-    if padding is not None:
-        rows = ew.where(prims.reshape(ew.ne(index, padding), (index.numel(), 1)), rows, 0.0)
-    if scale_grad_by_freq:
-        ones = prims.full((index.numel(),), 1, device=g.device, dtype=g.dtype)
-        counts = prims.index_add(
-            prims.full((weight.shape[0],), 0, device=g.device, dtype=g.dtype), 0, index, ones
-        )
-        rows = ew.true_divide(rows, prims.reshape(prims.take(counts, index, 0), (index.numel(), 1)))
-    zeros = prims.full(weight.shape, 0, device=g.device, dtype=g.dtype)
-    return (
-        None,
-        to_dtype(prims.index_add(zeros, 0, index, rows), weight.dtype),
-        None,
-        None,
-        None,
-        None,
-        None,
-    )
+    grad = embedding_backward(g, a, weight.shape[0], padding, scale_grad_by_freq)
+    return (None, to_dtype(grad, weight.dtype), None, None, None, None, None)
 
 
 @torchsymbol(F.embedding_bag)

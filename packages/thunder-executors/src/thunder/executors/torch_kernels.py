@@ -3,7 +3,7 @@
 The torch language routes training through symbol pairs whose forward returns what the backward
 needs (``attention_with_lse`` and ``attention_backward``, ``layer_norm_with_statistics`` and
 ``layer_norm_backward``, ``cross_entropy_with_lse`` and ``cross_entropy_backward``,
-``gelu_backward``). Their decompositions are the math; here the torch executor claims them as
+``gelu_backward``, ``embedding_backward``). Their decompositions are the math; here the torch executor claims them as
 single calls of the kernels PyTorch's autograd uses (flash attention, ``native_layer_norm``, ...),
 so a compiled training step launches what eager launches, or fewer kernels, instead of dozens of
 elementwise ones. Each function returns exactly the dtypes its symbol's decomposition declares.
@@ -32,6 +32,7 @@ __all__ = [
     "layer_norm_with_statistics",
     "layer_norm_backward",
     "gelu_backward",
+    "embedding_backward",
     "cross_entropy_with_lse",
     "cross_entropy_backward",
     "triton_cross_entropy_with_lse",
@@ -134,6 +135,13 @@ def layer_norm_backward(
 
 def gelu_backward(g: torch.Tensor, a: torch.Tensor, approximate: str) -> torch.Tensor:
     return torch.ops.aten.gelu_backward(g, a, approximate=approximate)
+
+
+def embedding_backward(
+    g: torch.Tensor, a: torch.Tensor, num_weights: int, padding_idx: int | None, scale_grad_by_freq: bool
+) -> torch.Tensor:
+    padding = -1 if padding_idx is None else padding_idx
+    return torch.ops.aten.embedding_dense_backward(g, a, num_weights, padding, scale_grad_by_freq)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,4 +255,5 @@ def register_torch_kernels(executor: OperatorExecutor) -> None:
     claim(ltorch.layer_norm_with_statistics, layer_norm_with_statistics)
     claim(ltorch.layer_norm_backward, layer_norm_backward)
     claim(ltorch.gelu_backward, gelu_backward)
+    claim(ltorch.embedding_backward, embedding_backward, fusible=False)  # a scatter: nothing to fuse
     _claim_cross_entropy(executor)

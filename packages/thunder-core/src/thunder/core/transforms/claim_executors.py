@@ -13,6 +13,7 @@ from thunder.core.executor import Executor, FusionExecutor, OperatorExecutor
 from thunder.core.fusion_fallback import with_fallback
 from thunder.core.symbol import DEL, RETURN, BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
+from thunder.core.transforms.region_remat import recompute_between_regions
 
 __all__ = ["claim_executors", "UnclaimedSymbolError"]
 
@@ -134,6 +135,7 @@ def _fuse_regions(
         reaches.append(frozenset(reaching))
         for proxy in bound_symbol.proxy_outputs():
             producer_of[proxy.name] = index
+    recompute_between_regions(claimed, region_of, regions, producer_of)
     _peel_escaping_views(claimed, region_of, regions, operators)
     return _emit(claimed, region_of, regions, producer_of)
 
@@ -228,9 +230,23 @@ def _emit(
             result.append(claimed[node[1]][0])
         else:
             executor, indices = regions[node[1]]
+            outputs = {name for other, names in reads.items() if other != node for name in names}
+            live = _live([claimed[i][0] for i in indices], outputs)
+            if not live:
+                continue  # everything it made is recomputed where it is read
             region_index = counters.get(executor.name, 0)
             counters[executor.name] = region_index + 1
-            outputs = {name for other, names in reads.items() if other != node for name in names}
-            region = executor.fuse([claimed[i][0] for i in indices], region_index, outputs=outputs)
+            region = executor.fuse(live, region_index, outputs=outputs)
             result.append(with_fallback(region, executor.name))  # a run-time failure degrades to torch
     return result
+
+
+def _live(region: list[BoundSymbol], outputs: set[str]) -> list[BoundSymbol]:
+    """The region's symbols that contribute to its outputs (recomputation can leave some unread)."""
+    wanted = set(outputs)
+    live: list[BoundSymbol] = []
+    for bound_symbol in reversed(region):
+        if any(p.name in wanted for p in bound_symbol.proxy_outputs()):
+            live.append(bound_symbol)
+            wanted.update(p.name for p in bound_symbol.proxy_args())
+    return live[::-1]

@@ -12,18 +12,18 @@ from them. Ops tagged ``elementwise``, ``shape`` or ``reduction`` may be recompu
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import networkx as nx
 
-from thunder.core.proxies import NumberProxy, TensorProxy
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import RETURN, BoundSymbol
 from thunder.core.trace import from_trace
 from thunder.core.transforms.autograd import ForwardBackward, saved_bytes
 from thunder.core.transforms.dce import dce
 
-__all__ = ["rematerialize"]
+__all__ = ["rematerialize", "cheapest_cut", "recomputation"]
 
 RECOMPUTABLE_TAGS = frozenset({"elementwise", "shape", "reduction"})
 _SOURCE, _SINK = "source", "sink"
@@ -47,7 +47,7 @@ def rematerialize(split: ForwardBackward) -> ForwardBackward:
     numbers.update(
         (p.name, p) for b in forward_symbols for p in b.proxy_outputs() if isinstance(p, NumberProxy)
     )
-    recomputed = _recomputation([*saved, *numbers.values()], split.saved, producers, forward_symbols)
+    recomputed = recomputation([*saved, *numbers.values()], split.saved, producers, forward_symbols)
     read = [p for p in split.saved if isinstance(p, NumberProxy)] + [
         p for b in recomputed for p in b.proxy_args() if isinstance(p, NumberProxy)
     ]
@@ -76,30 +76,46 @@ def rematerialize(split: ForwardBackward) -> ForwardBackward:
     return ForwardBackward(forward, backward, saved, split.cotangent_outputs)
 
 
-def _weight(proxy: TensorProxy, is_input: bool) -> int:
-    return 0 if is_input else proxy.numel() * proxy.dtype.itemsize
-
-
 def _min_cut(
     split: ForwardBackward, forward_symbols: list[BoundSymbol], producers: dict[str, BoundSymbol]
 ) -> list[TensorProxy]:
+    inputs = {p.name for p in split.forward.args if isinstance(p, TensorProxy)}
+
+    def weight(proxy: TensorProxy) -> int:
+        return 0 if proxy.name in inputs else proxy.numel() * proxy.dtype.itemsize
+
+    needed = [p for p in split.saved if isinstance(p, TensorProxy)]
+    cut = cheapest_cut(forward_symbols, producers, needed, weight, _recomputable)
+    made = [p.name for b in forward_symbols for p in b.proxy_outputs()]
+    order = {name: i for i, name in enumerate([p.name for p in split.forward.args if isinstance(p, Proxy)] + made)}
+    return sorted(cut, key=lambda p: order.get(p.name, len(order)))  # inputs first, then as made
+
+
+def cheapest_cut(
+    symbols: list[BoundSymbol],
+    producers: dict[str, BoundSymbol],
+    needed: Iterable[TensorProxy],
+    weight: Callable[[TensorProxy], int],
+    recomputable: Callable[[BoundSymbol], bool],
+) -> list[TensorProxy]:
+    """The tensors of least total ``weight`` from which ``needed`` can be recomputed.
+
+    Values that ``symbols`` do not make (inputs), and those made by symbols that are not
+    ``recomputable``, can only be kept, never recomputed.
+    """
     graph = nx.DiGraph()
     tensors: dict[str, TensorProxy] = {}
-    inputs = {p.name for p in split.forward.args if isinstance(p, TensorProxy)}
 
     def add_tensor(proxy: TensorProxy) -> None:
         if proxy.name in tensors:
             return
         tensors[proxy.name] = proxy
-        graph.add_edge(f"{proxy.name}.in", f"{proxy.name}.out", capacity=_weight(proxy, proxy.name in inputs))
+        graph.add_edge(f"{proxy.name}.in", f"{proxy.name}.out", capacity=weight(proxy))
         producer = producers.get(proxy.name)
-        if producer is None or not _recomputable(producer):
+        if producer is None or not recomputable(producer):
             graph.add_edge(_SOURCE, f"{proxy.name}.in")  # no capacity: infinite
 
-    for proxy in split.forward.args:
-        if isinstance(proxy, TensorProxy):
-            add_tensor(proxy)
-    for bound_symbol in forward_symbols:
+    for bound_symbol in symbols:
         outputs = [p for p in bound_symbol.proxy_outputs() if isinstance(p, TensorProxy)]
         for output in outputs:
             add_tensor(output)
@@ -108,7 +124,7 @@ def _min_cut(
                 add_tensor(argument)
                 for output in outputs:
                     graph.add_edge(f"{argument.name}.out", f"{output.name}.in")
-    for proxy in (p for p in split.saved if isinstance(p, TensorProxy)):
+    for proxy in needed:
         add_tensor(proxy)
         graph.add_edge(f"{proxy.name}.out", _SINK)
     _, (source_side, _) = nx.minimum_cut(graph, _SOURCE, _SINK)
@@ -140,13 +156,13 @@ def _placed_before_use(recomputed: list[BoundSymbol], backward: list[BoundSymbol
     return result
 
 
-def _recomputation(
+def recomputation(
     saved: list[Any],  # tensors, and the numbers that are available too
     needed: Iterable[TensorProxy],
     producers: dict[str, BoundSymbol],
     forward_symbols: list[BoundSymbol],
 ) -> list[BoundSymbol]:
-    """The forward ops the backward reruns to get ``needed`` from ``saved``, in forward order."""
+    """The ops of ``forward_symbols`` that recompute ``needed`` from ``saved``, in their order."""
     available = {p.name for p in saved}
     chosen: set[int] = set()
     pending = [p.name for p in needed if p.name not in available]
