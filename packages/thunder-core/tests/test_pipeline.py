@@ -11,6 +11,7 @@ from helpers import PythonFusionExecutor, make_prims_executor
 import thunder.torch as ltorch
 from thunder.core import pipeline
 from thunder.core.direct_frontend import direct_frontend
+from thunder.core.fusion_fallback import ExecutorFallbackWarning
 from thunder.core.executor import OperatorExecutor, get_executor, register_executor, resolve_executors
 from thunder.core.transforms.claim_executors import UnclaimedSymbolError
 
@@ -189,6 +190,21 @@ def test_views_whose_results_only_leave_a_region_run_outside_it() -> None:
     execution = pipeline.compile_stats(jitted).last_traces[-1]
     names = [b.symbol.name for b in execution.bound_symbols]
     assert names.index("reshape") > names.index("PyFusion0")  # the view of the region's output, after it
+
+
+def test_a_reshape_of_a_transpose_stays_in_its_region() -> None:
+    fuser = _ViewFusingExecutor()
+
+    def fn(a, w):  # outside the region, the reshape of the transposed sin would copy it
+        r = ltorch.reshape(ltorch.transpose(ltorch.sin(a), 0, 1), (3, 8))
+        return ltorch.linear(r, w)
+
+    a, w = torch.randn(2, 3, 4), torch.randn(5, 8)
+    jitted = _jit(fn, [fuser, make_prims_executor()])
+    with pytest.warns(ExecutorFallbackWarning):  # the test fuser runs elementwise prims only
+        result = jitted(a, w)
+    torch.testing.assert_close(result, torch.nn.functional.linear(torch.sin(a).transpose(0, 1).reshape(3, 8), w))
+    assert [[b.symbol.name for b in region] for region in fuser.fused_regions] == [["sin", "transpose", "reshape"]]
 
 
 def test_views_read_inside_their_region_stay_in_it() -> None:

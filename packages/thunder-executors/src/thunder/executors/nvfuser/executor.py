@@ -74,16 +74,23 @@ class FusionStage:
         self.region, self.inputs, self.outputs = region, inputs, outputs
         self.structure = structure_key(region, inputs, outputs)
         self.definitions: dict[tuple, Any] = {}
+        self._by_raw_metadata: dict[tuple, Any] = {}
 
     def __call__(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-        key = tuple(layout_key(t) for t in tensors)
-        fd = self.definitions.get(key)
+        # Looked up by the tensors' raw metadata first (cheaper than the layout on every call,
+        # microseconds a tensor); layouts equal under ``layout_key`` share one definition.
+        raw = tuple((t.dtype, t.shape, t.stride(), t.device) for t in tensors)
+        fd = self._by_raw_metadata.get(raw)
         if fd is None:
-            fd = _shared_definition(
-                (self.structure, key),
-                lambda: define_fusion(nvfuser_module(), self.region, self.inputs, self.outputs, tensors),
-            )
-            self.definitions[key] = fd
+            key = tuple(layout_key(t) for t in tensors)
+            fd = self.definitions.get(key)
+            if fd is None:
+                fd = _shared_definition(
+                    (self.structure, key),
+                    lambda: define_fusion(nvfuser_module(), self.region, self.inputs, self.outputs, tensors),
+                )
+                self.definitions[key] = fd
+            self._by_raw_metadata[raw] = fd
         return list(fd.execute(tensors))
 
 
