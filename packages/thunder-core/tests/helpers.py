@@ -32,6 +32,7 @@ def make_prims_executor(name: str = "test_prims") -> PrimsExecutor:
         prims.exp: torch.exp, prims.gt: torch.gt, prims.where: torch.where, prims.reshape: torch.reshape,
         prims.sum: torch.sum, prims.convert_element_type: torch.Tensor.to, prims.broadcast_in_dim: _broadcast_in_dim,
         prims.amax: torch.amax, prims.div: torch.true_divide, prims.log: torch.log, prims.linear: torch.nn.functional.linear,
+        prims.transpose: torch.permute,
     }  # fmt: skip
     for symbol, fn in table.items():
         executor.register_implementation(symbol, executor.register_operator(

@@ -266,3 +266,19 @@ def test_a_region_reads_what_is_cheaper_to_hand_over_than_to_recompute_from() ->
     torch.testing.assert_close(jitted(a, w), expected)
     first, second = fuser.fused_regions
     assert "exp" in [b.symbol.name for b in first] and "exp" not in [b.symbol.name for b in second]
+
+
+def test_a_reshape_of_a_transposed_region_input_is_peeled_as_a_view() -> None:
+    fuser = _ViewFusingExecutor()
+
+    def fn(a, w, v):  # the transposed linear output, reshaped: a view outside, a copy inside a region
+        r = ltorch.reshape(ltorch.transpose(ltorch.linear(a, w), 0, 1), (3, 10))
+        return ltorch.linear(ltorch.sin(a), w), ltorch.linear(r, v)
+
+    a, w, v = torch.randn(2, 3, 4), torch.randn(5, 4), torch.randn(6, 10)
+    jitted = _jit(fn, [fuser, make_prims_executor()])
+    first, second = jitted(a, w, v)
+    reshaped = torch.nn.functional.linear(a, w).transpose(0, 1).reshape(3, 10)
+    torch.testing.assert_close(second, torch.nn.functional.linear(reshaped, v))
+    torch.testing.assert_close(first, torch.nn.functional.linear(torch.sin(a), w))
+    assert [[b.symbol.name for b in region] for region in fuser.fused_regions] == [["sin"]]

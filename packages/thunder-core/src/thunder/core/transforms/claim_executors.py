@@ -197,12 +197,21 @@ def _reshapes_a_view_made_in(
     region_of: list[int | None],
     producer_of: dict[str, int],
 ) -> bool:
+    """Whether ``bound_symbol`` reshapes a non-contiguous view of data the region computes.
+
+    A view chain that starts at a region input stays peeled: outside, it is a view of that input
+    (cuDNN's attention gradients, permuted back, reshape without a copy), inside it would be a copy.
+    """
     if bound_symbol.symbol.name != "reshape":
         return False
     source = producer_of.get(bound_symbol.args[0].name)
-    if source is None or region_of[source] != region:
+    if source is None or region_of[source] != region or claimed[source][0].symbol.name not in _VIEWS - {"reshape"}:
         return False
-    return claimed[source][0].symbol.name in _VIEWS - {"reshape"}
+    while claimed[source][0].symbol.name in _VIEWS:  # down to the data the views look at
+        source = producer_of.get(claimed[source][0].args[0].name)
+        if source is None or region_of[source] != region:
+            return False
+    return True
 
 
 def _emit(
