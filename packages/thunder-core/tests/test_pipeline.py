@@ -282,3 +282,31 @@ def test_a_reshape_of_a_transposed_region_input_is_peeled_as_a_view() -> None:
     torch.testing.assert_close(second, torch.nn.functional.linear(reshaped, v))
     torch.testing.assert_close(first, torch.nn.functional.linear(torch.sin(a), w))
     assert [[b.symbol.name for b in region] for region in fuser.fused_regions] == [["sin"]]
+
+
+def test_transposes_and_splitting_reshapes_of_region_inputs_run_before_it_as_views() -> None:
+    fuser = _ViewFusingExecutor()
+
+    def fn(a, w):  # attention's heads: split the linear's output, then transpose
+        q = ltorch.transpose(ltorch.reshape(ltorch.linear(a, w), (2, 3, 2, 4)), 1, 2)
+        return ltorch.sin(q) * 2.0
+
+    a, w = torch.randn(2, 3, 5), torch.randn(8, 5)
+    jitted = _jit(fn, [fuser, make_prims_executor()])
+    expected = torch.sin(torch.nn.functional.linear(a, w).reshape(2, 3, 2, 4).transpose(1, 2)) * 2.0
+    torch.testing.assert_close(jitted(a, w), expected)
+    assert [[b.symbol.name for b in region] for region in fuser.fused_regions] == [["sin", "mul"]]
+
+
+def test_a_merging_reshape_of_a_region_input_stays_in_the_region() -> None:
+    fuser = _ViewFusingExecutor()
+
+    def fn(a, w):  # the transpose is a view outside; reshaping it merges strided dims: a copy outside
+        return ltorch.sin(ltorch.reshape(ltorch.transpose(ltorch.linear(a, w), 0, 1), (3, 10)))
+
+    a, w = torch.randn(2, 3, 4), torch.randn(5, 4)
+    jitted = _jit(fn, [fuser, make_prims_executor()])
+    with pytest.warns(ExecutorFallbackWarning):  # the test fuser runs elementwise prims only
+        result = jitted(a, w)
+    torch.testing.assert_close(result, torch.sin(torch.nn.functional.linear(a, w).transpose(0, 1).reshape(3, 10)))
+    assert [[b.symbol.name for b in region] for region in fuser.fused_regions] == [["reshape", "sin"]]

@@ -127,3 +127,25 @@ def test_the_regions_of_identical_layers_share_one_structure() -> None:
 
     other = _runners(lambda x, w: torch.softmax(torch.tanh(x @ w) * 3.0, -1), torch.randn(4, 8), torch.randn(8, 8))
     assert other[0].stages[0].structure != runners[0].stages[0].structure  # a different constant
+
+
+def test_independent_parts_of_a_region_are_stages_of_their_own() -> None:
+    """nvFuser segments a disconnected fusion at great compile cost; each part gets a definition."""
+
+    def fn(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.exp(x) * 2, torch.sin(y) + 1
+
+    (runner,) = _runners(fn, torch.randn(4, 8), torch.randn(4, 8))
+    assert len(runner.stages) == 2
+    for stage in runner.stages:
+        assert len(stage.inputs) == 1 and len(stage.outputs) == 1
+        assert {p.name for p in stage.inputs} != {p.name for p in runner.stages[0].outputs}
+    assert sum(len(stage.region) for stage in runner.stages) == len(runner.region)
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    values = {runner.inputs[0].name: x, runner.inputs[1].name: y}
+    assert {p.name for s in runner.stages for p in s.inputs} == set(values)
+
+
+def test_parts_reading_one_input_stay_one_stage() -> None:
+    (runner,) = _runners(lambda x: (torch.exp(x) * 2, torch.sin(x) + 1), torch.randn(4, 8))
+    assert len(runner.stages) == 1

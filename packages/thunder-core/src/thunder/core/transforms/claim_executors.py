@@ -136,6 +136,7 @@ def _fuse_regions(
         for proxy in bound_symbol.proxy_outputs():
             producer_of[proxy.name] = index
     recompute_between_regions(claimed, region_of, regions, producer_of)
+    _peel_leading_views(claimed, region_of, regions, operators, producer_of)
     _peel_escaping_views(claimed, region_of, regions, operators, producer_of)
     return _emit(claimed, region_of, regions, producer_of)
 
@@ -188,6 +189,64 @@ def _peel_escaping_views(
                 region_of[index] = None
                 members.remove(index)
                 changed = True
+
+
+def _peel_leading_views(
+    claimed: list[tuple[BoundSymbol, FusionExecutor | None]],
+    region_of: list[int | None],
+    regions: list[tuple[FusionExecutor, list[int]]],
+    operators: Sequence[Executor],
+    producer_of: dict[str, int],
+) -> None:
+    """Transposes and dim-splitting reshapes of a region's inputs run before it, as views.
+
+    They are views whatever the input's strides, so outside they cost nothing, and the region
+    reads the viewed tensor directly: the rotary embedding slices its input instead of a permuted
+    reshape of it, which nvFuser's schedulers reject (its slice must read a fusion input, and the
+    fusion is segmented at seconds of compile time per region).
+    """
+    if not operators:
+        return
+    changed = True
+    while changed:
+        changed = False
+        for region, (_, members) in enumerate(regions):
+            for index in list(members):
+                bound_symbol = claimed[index][0]
+                if not _is_view_of_any_layout(bound_symbol):
+                    continue
+                source = producer_of.get(bound_symbol.args[0].name)
+                if source is not None and region_of[source] == region:
+                    continue  # computed in the region
+                lowered = _claim(bound_symbol, operators)
+                if len(lowered) != 1 or lowered[0][1] is not None:
+                    continue
+                claimed[index] = lowered[0]
+                region_of[index] = None
+                members.remove(index)
+                changed = True
+
+
+def _is_view_of_any_layout(bound_symbol: BoundSymbol) -> bool:
+    """A transpose, or a reshape that only splits dims and inserts or removes size-1 dims."""
+    if bound_symbol.symbol.module != "prims":
+        return False
+    if bound_symbol.symbol.name == "transpose":
+        return True
+    if bound_symbol.symbol.name != "reshape":
+        return False
+    old, new = bound_symbol.args[0].shape, tuple(bound_symbol.args[1])
+    position = 0
+    for size in old:
+        if size == 1:
+            continue
+        product = 1
+        while product < size and position < len(new):
+            product *= new[position]
+            position += 1
+        if product != size:
+            return False
+    return all(size == 1 for size in new[position:])
 
 
 def _reshapes_a_view_made_in(

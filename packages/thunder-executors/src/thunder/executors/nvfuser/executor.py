@@ -98,7 +98,8 @@ class FusionRunner:
     """The callable of an ``nvFusion`` bound symbol: its stages run in order, one kernel set each.
 
     A region is one stage, except that outputs computed from lower-rank inputs alone are computed
-    by a first stage (see ``_side_outputs``).
+    by a first stage (see ``_side_outputs``) and that independent parts of a region are stages of
+    their own (see ``_connected_stages``).
     """
 
     def __init__(self, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]):
@@ -143,13 +144,55 @@ def _stages(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[
     in_first = {id(b) for b in first}
     rest = [b for b in region if id(b) not in in_first]
     if not side or not rest:
-        return [FusionStage(region, inputs, outputs)]
+        return _connected_stages(region, inputs, outputs)
     first_outputs = _read_after(first, rest, outputs)
     computed_first = {p.name for p in first_outputs}
     return [
-        FusionStage(first, _inputs_of(first), first_outputs),
-        FusionStage(rest, _inputs_of(rest), [p for p in outputs if p.name not in computed_first]),
+        *_connected_stages(first, _inputs_of(first), first_outputs),
+        *_connected_stages(rest, _inputs_of(rest), [p for p in outputs if p.name not in computed_first]),
     ]
+
+
+def _connected_stages(
+    region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]
+) -> list[FusionStage]:
+    """One stage per connected part of ``region`` (symbols linked by the tensors they share).
+
+    A region may hold independent work (horizontal fusion). nvFuser schedules no disconnected
+    fusion as one kernel: it hands it to its segmenter, which took seconds per region on Llama's
+    backward ("Connected fusion graph check failed") to find the same separate kernels.
+    """
+    parts = _connected_parts(region)
+    if len(parts) == 1:
+        return [FusionStage(region, inputs, outputs)]
+    stages = []
+    for part in parts:
+        produced = {p.name for b in part for p in b.proxy_outputs()}
+        part_outputs = [p for p in outputs if p.name in produced]
+        if part_outputs:
+            stages.append(FusionStage(part, _inputs_of(part), part_outputs))
+    return stages
+
+
+def _connected_parts(region: list[BoundSymbol]) -> list[list[BoundSymbol]]:
+    parent = list(range(len(region)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first_user: dict[str, int] = {}
+    for i, b in enumerate(region):
+        for p in (*b.proxy_args(), *b.proxy_outputs()):
+            if isinstance(p, TensorProxy):
+                j = first_user.setdefault(p.name, i)
+                parent[root(i)] = root(j)
+    parts: dict[int, list[BoundSymbol]] = {}
+    for i, b in enumerate(region):
+        parts.setdefault(root(i), []).append(b)
+    return list(parts.values())
 
 
 def _upstream(region: list[BoundSymbol], names: set[str]) -> list[BoundSymbol]:

@@ -101,7 +101,29 @@ class _Definer:
         return self.fd.define_scalar(float(x), dtype=self.nvf.DataType.Double)
 
     def cast_to(self, result: Any, proxy: TensorProxy) -> Any:
-        return self.fd.ops.cast(result, self.data_type(proxy.dtype.torch_dtype))
+        """``result`` in ``proxy``'s dtype; no op where it already is one.
+
+        A cast to the same dtype is a ``Set`` in nvFuser, which its alias analysis takes for a
+        view: an output made by one makes nvFuser segment the fusion (seconds to compile a layer
+        norm backward instead of one kernel's compile).
+        """
+        dtype = self.data_type(proxy.dtype.torch_dtype)
+        if _dtype_of(result) == dtype:
+            return result
+        return self.fd.ops.cast(result, dtype)
+
+    def reshape(self, x: Any, old: tuple[int, ...], new: tuple[int, ...]) -> Any:
+        """A reshape that only inserts size-1 dims is a broadcast.
+
+        nvFuser's reshape makes symbolic dims, which its alias analysis takes for a view to
+        segment off (a keepdim mean's ``[n] -> [n, 1]``), so those reshapes stay out of it.
+        """
+        if old == new:
+            return x
+        inserted = _inserted_ones(old, new)
+        if inserted is None:
+            return self.fd.ops.reshape(x, list(new))
+        return self.fd.ops.broadcast(x, inserted)
 
     def define(self, b: BoundSymbol) -> None:
         name, args, ops = b.symbol.name, b.args, self.fd.ops
@@ -124,7 +146,7 @@ class _Definer:
         elif name == "broadcast_in_dim":
             result = ops.broadcast_in_dim(x, list(args[1]), list(args[2]))
         elif name == "reshape":
-            result = ops.reshape(x, list(args[1]))
+            result = self.reshape(x, tuple(args[0].shape), tuple(args[1]))
         elif name == "slice_prim":
             result = ops.slice(x, list(args[1]), list(args[2]), list(args[3]))
         elif name == "pad":  # nvFuser's widths: (low, high) per dim, last dim first, as F.pad's
@@ -136,6 +158,25 @@ class _Definer:
         else:  # transpose
             result = ops.permute(x, list(args[1]))
         self.env[b.output.name] = self.cast_to(result, b.output)
+
+
+def _inserted_ones(old: tuple[int, ...], new: tuple[int, ...]) -> list[bool] | None:
+    """Which dims of ``new`` are size-1 dims inserted into ``old``; None if it is another reshape."""
+    inserted, j = [], 0
+    for size in new:
+        if j < len(old) and old[j] == size:
+            inserted.append(False)
+            j += 1
+        elif size == 1:
+            inserted.append(True)
+        else:
+            return None
+    return inserted if j == len(old) else None
+
+
+def _dtype_of(value: Any) -> Any:
+    dtype = getattr(value, "dtype", None)  # a method in nvfuser_direct, an attribute in nvfuser
+    return dtype() if callable(dtype) else dtype
 
 
 def define_fusion(nvf: Any, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy],
