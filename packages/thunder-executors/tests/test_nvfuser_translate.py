@@ -55,6 +55,7 @@ class RecordingDefinition:
     def __init__(self) -> None:
         self.ops = RecordingOps()
         self.outputs: list[Value] = []
+        self.static_inputs: list[bool] = []
         RecordingDefinition.last = self
 
     def __enter__(self) -> "RecordingDefinition":
@@ -63,7 +64,8 @@ class RecordingDefinition:
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def from_pytorch(self, tensor: torch.Tensor) -> Value:
+    def from_pytorch(self, tensor: torch.Tensor, static_sizes: bool = False) -> Value:
+        self.static_inputs.append(static_sizes)
         return Value({torch.bfloat16: "BFloat16", torch.float16: "Half"}.get(tensor.dtype, "Float"))
 
     def define_scalar(self, value: Any, dtype: Any = None) -> Value:
@@ -97,6 +99,12 @@ def test_no_cast_to_the_dtype_a_value_already_has() -> None:
     casts = [call for call in definition.ops.calls if call[0] == "cast"]
     assert casts and all(source != target for _, source, target in casts), casts
     assert definition.outputs[-1].dtype() == "BFloat16"  # the result is still rounded to bf16 once
+
+
+def test_inputs_have_static_sizes() -> None:
+    """A whole-dim slice of a symbolic size is a resize to nvFuser, which segments a rotary fusion."""
+    (definition,) = _definitions(lambda x: torch.cat((-x[..., 4:], x[..., :4]), -1) * 2, torch.randn(2, 8))
+    assert definition.static_inputs == [True]
 
 
 def test_keepdim_statistics_are_broadcasts_not_reshapes() -> None:

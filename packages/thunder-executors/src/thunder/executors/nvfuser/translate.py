@@ -174,6 +174,19 @@ def _inserted_ones(old: tuple[int, ...], new: tuple[int, ...]) -> list[bool] | N
     return inserted if j == len(old) else None
 
 
+def _static_input(fd: Any, tensor: torch.Tensor) -> Any:
+    """A fusion input of ``tensor``'s exact sizes (definitions are made per input shape anyway).
+
+    With symbolic sizes nvFuser cannot tell that a slice over a whole dim is no slice: it resizes
+    the dim, and its resize scheduler refuses a resized dim that meets a broadcast (a rotary
+    embedding's ``cos`` broadcast over batch and heads), which segments the fusion.
+    """
+    try:
+        return fd.from_pytorch(tensor, static_sizes=True)
+    except TypeError:  # a frontend without the option
+        return fd.from_pytorch(tensor)
+
+
 def _dtype_of(value: Any) -> Any:
     dtype = getattr(value, "dtype", None)  # a method in nvfuser_direct, an attribute in nvfuser
     return dtype() if callable(dtype) else dtype
@@ -185,7 +198,7 @@ def define_fusion(nvf: Any, region: list[BoundSymbol], inputs: list[TensorProxy]
     with nvf.FusionDefinition() as fd:
         definer = _Definer(nvf, fd)
         for proxy, tensor in zip(inputs, tensors):
-            definer.env[proxy.name] = fd.from_pytorch(tensor)
+            definer.env[proxy.name] = _static_input(fd, tensor)
         for b in region:
             definer.define(b)
         for proxy in outputs:
