@@ -422,3 +422,56 @@ def test_data_dependent_control_flow_names_the_users_line() -> None:
 
     with pytest.raises(NotImplementedError, match=r"data-dependent.*test_jit.py:\d+: if x.sum\(\) > 0"):
         thunder.jit(fn)(torch.ones(2))
+
+
+class _Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+        self.register_buffer("scale", torch.tensor(2.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x) * self.scale
+
+
+def test_the_prologue_reads_module_state_from_the_module_tables() -> None:
+    """``m._parameters['weight']`` instead of ``m.weight``: no nn.Module.__getattr__ call per fetch."""
+    model, x = _Scaled(), torch.randn(2, 4)
+    jitted = thunder.jit(model)
+    torch.testing.assert_close(jitted(x), model(x))
+    prologue = str(thunder.last_prologue_traces(jitted)[-1])
+    assert "._modules" in prologue and "._parameters" in prologue and "._buffers" in prologue, prologue
+    assert ".fc.weight" not in prologue
+
+
+def test_module_state_replaced_or_removed_between_calls_is_seen() -> None:
+    model, x = _Scaled(), torch.randn(2, 4)
+    jitted = thunder.jit(model)
+    jitted(x)
+    model.fc.weight = torch.nn.Parameter(torch.randn(3, 4))  # a new parameter, same metadata
+    model.scale = torch.tensor(5.0)  # a new buffer
+    torch.testing.assert_close(jitted(x), model(x))
+    del model.fc.bias  # now an ordinary attribute: the table no longer holds it, the call retraces
+    model.fc.bias = torch.zeros(3)
+    torch.testing.assert_close(jitted(x), model(x))
+
+
+class _Shadowed(torch.nn.Module):
+    """A property on the class wins over the parameter of the same name, as in Python."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._parameters["weight"] = torch.nn.Parameter(torch.ones(3))  # the property blocks registering
+
+    @property
+    def weight(self) -> torch.Tensor:  # type: ignore[override]
+        return self._parameters["weight"] * 2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.weight
+
+
+def test_a_property_shadowing_a_parameter_is_read_as_the_property() -> None:
+    model, x = _Shadowed(), torch.randn(3)
+    jitted = thunder.jit(model)
+    torch.testing.assert_close(jitted(x), model(x))

@@ -19,6 +19,8 @@ __all__ = [
     "GlobalSource",
     "ClosureSource",
     "AttributeSource",
+    "ModuleEntrySource",
+    "module_attribute_source",
     "ItemSource",
     "ConstantSource",
     "LengthSource",
@@ -98,6 +100,40 @@ class AttributeSource(Source):
 
     def describe(self) -> str:
         return f"{self.base.describe()}.{self.name}"
+
+
+@dataclass(frozen=True, eq=False)
+class ModuleEntrySource(Source):
+    """A submodule, parameter or buffer of an ``nn.Module``, read from the table that
+    ``nn.Module.__getattr__`` would look in: ``m._parameters['weight']`` is ``m.weight`` without the
+    Python-level ``__getattr__`` call (a microsecond per fetch, on every call of the prologue)."""
+
+    base: Source
+    table: str  # "_modules", "_parameters" or "_buffers"
+    name: str
+
+    def expression(self, constant_name: Any) -> str:
+        return f"{self.base.expression(constant_name)}.{self.table}[{self.name!r}]"
+
+    def describe(self) -> str:
+        return f"{self.base.describe()}.{self.name}"
+
+
+_MODULE_TABLES = ("_parameters", "_buffers", "_modules")  # the order nn.Module.__getattr__ looks
+
+
+def module_attribute_source(obj: Any, base: Source, name: str) -> Source:
+    """Where ``obj.name`` comes from: its entry in a module table when ``nn.Module.__getattr__``
+    is what finds it (nothing on the class or in the instance's ``__dict__`` shadows the name), else
+    the attribute. A later call that no longer finds the entry fails the prologue's lookup (a retrace)."""
+    import torch  # sources are imported before torch-dependent modules; nn.Module only here
+
+    if isinstance(obj, torch.nn.Module) and name not in obj.__dict__:
+        if not any(name in vars(cls) for cls in type(obj).__mro__):
+            for table in _MODULE_TABLES:
+                if name in obj.__dict__.get(table, ()):
+                    return ModuleEntrySource(base, table, name)
+    return AttributeSource(base, name)
 
 
 @dataclass(frozen=True, eq=False)

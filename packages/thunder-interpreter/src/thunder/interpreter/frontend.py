@@ -34,6 +34,7 @@ from thunder.core.sources import (
     KeysSource,
     KeywordSource,
     LengthSource,
+    ModuleEntrySource,
     Source,
 )
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
@@ -283,7 +284,7 @@ class TracingHooks(InterpreterHooks):
 
     def _of_tensor(self, source: Source) -> bool:
         """Read from a tensor (``x.shape[0]``): metadata the prologue already checks, kept a constant."""
-        while isinstance(source, (AttributeSource, ItemSource, LengthSource)):
+        while isinstance(source, (AttributeSource, ModuleEntrySource, ItemSource, LengthSource)):
             source = source.base
             if source.describe() in self._tensor_sources:
                 return True
@@ -352,7 +353,7 @@ class TracingHooks(InterpreterHooks):
 
 
 def _source_name(source: Source) -> str | None:
-    if isinstance(source, AttributeSource):
+    if isinstance(source, (AttributeSource, ModuleEntrySource)):
         return _sanitize(source.name)
     if isinstance(source, GlobalSource):
         return _sanitize(source.name)
@@ -372,7 +373,7 @@ def _walk_modules(module: torch.nn.Module, name: str, source: Source, seen: set[
     for child_name, child in module._modules.items():
         if child is not None:
             qualified = f"{name}.{child_name}" if name else child_name
-            yield from _walk_modules(child, qualified, AttributeSource(source, child_name), seen)
+            yield from _walk_modules(child, qualified, ModuleEntrySource(source, "_modules", child_name), seen)
 
 
 def _submodule_sources(fn: Any, root: Source) -> list[tuple[Any, Source]]:
@@ -386,10 +387,11 @@ def _submodule_sources(fn: Any, root: Source) -> list[tuple[Any, Source]]:
 def _module_state(module: torch.nn.Module, root: Source) -> dict[int, tuple[str, Source]]:
     state: dict[int, tuple[str, Source]] = {}
     for prefix, submodule, source in _walk_modules(module, "", root, set()):
-        for name, tensor in [*submodule._parameters.items(), *submodule._buffers.items()]:
-            if tensor is not None and id(tensor) not in state:
-                qualified = f"{prefix}.{name}" if prefix else name
-                state[id(tensor)] = (_sanitize(qualified), AttributeSource(source, name))
+        for table in ("_parameters", "_buffers"):  # the tensors themselves, even where a property shadows one
+            for name, tensor in getattr(submodule, table).items():
+                if tensor is not None and id(tensor) not in state:
+                    qualified = f"{prefix}.{name}" if prefix else name
+                    state[id(tensor)] = (_sanitize(qualified), ModuleEntrySource(source, table, name))
     return state
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
 from typing import Any
 
-from thunder.core.sources import AttributeSource
+from thunder.core.sources import module_attribute_source
 from thunder.interpreter.vm.calls import MISSING, call, lookup_type
 from thunder.interpreter.vm.dispatch import NULL
 
@@ -36,7 +36,7 @@ def load_attribute(context: Any, obj: Any, name: str) -> Any:
     if not interpreted and not _written_by_program(context, obj, name):
         base = context.provenance.source_of(obj)
         if base is not None:
-            value = context.load(value, AttributeSource(base, name))
+            value = context.load(value, module_attribute_source(obj, base, name))
     return value
 
 
@@ -71,7 +71,7 @@ def load_method(context: Any, obj: Any, name: str) -> tuple[Any, Any]:
     if not interpreted and not _is_bound_to(value, obj) and not _written_by_program(context, obj, name):
         base = context.provenance.source_of(obj)
         if base is not None:
-            value = context.load(value, AttributeSource(base, name))
+            value = context.load(value, module_attribute_source(obj, base, name))
     return NULL, value
 
 
