@@ -7,7 +7,7 @@ neighbouring marked symbols of one fusion executor becomes a single region bound
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from thunder.core.executor import Executor, FusionExecutor, OperatorExecutor
 from thunder.core.fusion_fallback import with_fallback
@@ -168,21 +168,40 @@ def _peel_escaping_views(
     for index, (bound_symbol, _) in enumerate(claimed):
         for proxy in bound_symbol.proxy_args():
             readers.setdefault(proxy.name, set()).add(index)
+
+    def escapes(index: int, region: int) -> bool:
+        bound_symbol = claimed[index][0]
+        if bound_symbol.symbol.name not in _VIEWS or bound_symbol.symbol.module != "prims":
+            return False
+        names = [p.name for p in bound_symbol.proxy_outputs()]
+        consumers = set().union(*(readers.get(name, set()) for name in names))
+        if not consumers or any(region_of[c] == region for c in consumers):
+            return False  # unused, or read inside the region: stays
+        # a reshape of a view made in the region would copy outside; inside, the region writes it
+        return not _reshapes_a_view_made_in(bound_symbol, region, claimed, region_of, producer_of)
+
+    _move_out_of_regions(claimed, region_of, regions, operators, escapes, last_first=True)
+
+
+def _move_out_of_regions(
+    claimed: list[tuple[BoundSymbol, FusionExecutor | None]],
+    region_of: list[int | None],
+    regions: list[tuple[FusionExecutor, list[int]]],
+    operators: Sequence[Executor],
+    chosen: Callable[[int, int], bool],
+    *,
+    last_first: bool,
+) -> None:
+    """Hand each region symbol that ``chosen(index, region)`` picks to the operator executor that
+    claims it, until no more is picked (moving one out can make its neighbour a candidate)."""
     changed = True
     while changed:
         changed = False
         for region, (_, members) in enumerate(regions):
-            for index in reversed(members):
-                bound_symbol = claimed[index][0]
-                if bound_symbol.symbol.name not in _VIEWS or bound_symbol.symbol.module != "prims":
+            for index in list(reversed(members)) if last_first else list(members):
+                if not chosen(index, region):
                     continue
-                names = [p.name for p in bound_symbol.proxy_outputs()]
-                consumers = set().union(*(readers.get(name, set()) for name in names))
-                if not consumers or any(region_of[c] == region for c in consumers):
-                    continue  # unused, or read inside the region: stays
-                if _reshapes_a_view_made_in(bound_symbol, region, claimed, region_of, producer_of):
-                    continue  # outside, it would copy; inside, the region writes it in its own layout
-                lowered = _claim(bound_symbol, operators)
+                lowered = _claim(claimed[index][0], operators)
                 if len(lowered) != 1 or lowered[0][1] is not None:
                     continue
                 claimed[index] = lowered[0]
@@ -207,24 +226,15 @@ def _peel_leading_views(
     """
     if not operators:
         return
-    changed = True
-    while changed:
-        changed = False
-        for region, (_, members) in enumerate(regions):
-            for index in list(members):
-                bound_symbol = claimed[index][0]
-                if not _is_view_of_any_layout(bound_symbol):
-                    continue
-                source = producer_of.get(bound_symbol.args[0].name)
-                if source is not None and region_of[source] == region:
-                    continue  # computed in the region
-                lowered = _claim(bound_symbol, operators)
-                if len(lowered) != 1 or lowered[0][1] is not None:
-                    continue
-                claimed[index] = lowered[0]
-                region_of[index] = None
-                members.remove(index)
-                changed = True
+
+    def leads(index: int, region: int) -> bool:
+        bound_symbol = claimed[index][0]
+        if not _is_view_of_any_layout(bound_symbol):
+            return False
+        source = producer_of.get(bound_symbol.args[0].name)
+        return source is None or region_of[source] != region  # not computed in the region
+
+    _move_out_of_regions(claimed, region_of, regions, operators, leads, last_first=False)
 
 
 def _is_view_of_any_layout(bound_symbol: BoundSymbol) -> bool:
