@@ -20,7 +20,6 @@ __all__ = [
     "ClosureSource",
     "AttributeSource",
     "ModuleEntrySource",
-    "module_attribute_source",
     "ItemSource",
     "ConstantSource",
     "LengthSource",
@@ -117,23 +116,6 @@ class ModuleEntrySource(Source):
 
     def describe(self) -> str:
         return f"{self.base.describe()}.{self.name}"
-
-
-_MODULE_TABLES = ("_parameters", "_buffers", "_modules")  # the order nn.Module.__getattr__ looks
-
-
-def module_attribute_source(obj: Any, base: Source, name: str) -> Source:
-    """Where ``obj.name`` comes from: its entry in a module table when ``nn.Module.__getattr__``
-    is what finds it (nothing on the class or in the instance's ``__dict__`` shadows the name), else
-    the attribute. A later call that no longer finds the entry fails the prologue's lookup (a retrace)."""
-    import torch  # sources are imported before torch-dependent modules; nn.Module only here
-
-    if isinstance(obj, torch.nn.Module) and name not in obj.__dict__:
-        if not any(name in vars(cls) for cls in type(obj).__mro__):
-            for table in _MODULE_TABLES:
-                if name in obj.__dict__.get(table, ()):
-                    return ModuleEntrySource(base, table, name)
-    return AttributeSource(base, name)
 
 
 @dataclass(frozen=True, eq=False)

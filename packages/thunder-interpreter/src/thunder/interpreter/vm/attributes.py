@@ -1,8 +1,10 @@
 """Attribute loads with provenance, interpreting user-written properties and ``__getattr__``.
 
 Properties and ``__getattr__`` defined by torch or thunder run natively: their results are
-then reported with an AttributeSource (``args[0].fc1.weight``) instead of a path through
-torch internals (``args[0]._parameters['weight']``).
+then reported with an AttributeSource (``args[0].fc1.weight``), except a module's submodules,
+parameters and buffers found by ``nn.Module.__getattr__``, which are reported as their entry in
+the module's table (``args[0]._modules['fc1']._parameters['weight']``): the prologue fetches them
+on every call, and the table skips a Python-level ``__getattr__`` call per fetch.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from __future__ import annotations
 from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
 from typing import Any
 
-from thunder.core.sources import module_attribute_source
-from thunder.interpreter.vm.calls import MISSING, call, lookup_type
+from thunder.core.sources import AttributeSource, ModuleEntrySource, Source
+from thunder.interpreter.vm.calls import MISSING, call, is_torch_module, lookup_type
 from thunder.interpreter.vm.dispatch import NULL
 
 __all__ = ["load_attribute", "load_method", "is_user_function"]
@@ -36,7 +38,7 @@ def load_attribute(context: Any, obj: Any, name: str) -> Any:
     if not interpreted and not _written_by_program(context, obj, name):
         base = context.provenance.source_of(obj)
         if base is not None:
-            value = context.load(value, module_attribute_source(obj, base, name))
+            value = context.load(value, _attribute_source(obj, base, name))
     return value
 
 
@@ -71,8 +73,23 @@ def load_method(context: Any, obj: Any, name: str) -> tuple[Any, Any]:
     if not interpreted and not _is_bound_to(value, obj) and not _written_by_program(context, obj, name):
         base = context.provenance.source_of(obj)
         if base is not None:
-            value = context.load(value, module_attribute_source(obj, base, name))
+            value = context.load(value, _attribute_source(obj, base, name))
     return NULL, value
+
+
+_MODULE_TABLES = ("_parameters", "_buffers", "_modules")  # the order nn.Module.__getattr__ looks
+
+
+def _attribute_source(obj: Any, base: Source, name: str) -> Source:
+    """``obj.name``'s source: its module-table entry when ``nn.Module.__getattr__`` is what finds it
+    (nothing on the class or in the instance's ``__dict__`` has the name), else the attribute. A
+    later call that no longer finds the entry fails the prologue's fetch (a retrace)."""
+    if is_torch_module(obj) and not _in_instance_dict(obj, name):
+        if lookup_type(type(obj), name) is MISSING:
+            for table in _MODULE_TABLES:
+                if name in obj.__dict__.get(table, ()):
+                    return ModuleEntrySource(base, table, name)
+    return AttributeSource(base, name)
 
 
 def _in_instance_dict(obj: Any, name: str) -> bool:

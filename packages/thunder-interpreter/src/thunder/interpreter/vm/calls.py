@@ -81,7 +81,7 @@ def _call_other(context: Any, fn: Any, fn_type: type, args: tuple, kwargs: dict)
         return _construct(context, fn, args, kwargs)
     if fn_type is staticmethod:
         return call(context, fn.__func__, args, kwargs)
-    if _is_torch_module(fn):
+    if is_torch_module(fn):
         return _call_module(context, fn, args, kwargs)
     call_method = lookup_type(fn_type, "__call__")
     if type(call_method) is FunctionType and not is_own_code(call_method):
@@ -189,7 +189,7 @@ def _construct(context: Any, cls: type, args: tuple, kwargs: dict) -> Any:
     return instance
 
 
-def _is_torch_module(value: Any) -> bool:
+def is_torch_module(value: Any) -> bool:
     module = sys.modules.get("torch.nn.modules.module")
     return module is not None and isinstance(value, module.Module)
 
