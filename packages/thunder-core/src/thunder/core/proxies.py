@@ -64,6 +64,22 @@ def tensor_method(name: str) -> Callable:
     raise NotImplementedError(f"thunder does not support the tensor method or operator {name!r}")
 
 
+# torch.Tensor's properties (``x.T``, ``x.real``, ``x.grad``): read as attributes, never called, so a
+# proxy answers them with a value where it answers a method with a bound callable.
+_TORCH_PROPERTIES = frozenset(
+    name for name, value in inspect.getmembers_static(torch.Tensor) if inspect.isdatadescriptor(value)
+)
+
+
+@functools.cache
+def _is_device_type(name: str) -> bool:
+    try:
+        torch.device(name)
+    except RuntimeError:
+        return False
+    return True
+
+
 def _fallback_method(fallback: Any, torch_method: Callable, self: Any, *args: Any, **kwargs: Any) -> Any:
     return fallback.call(torch_method, (self, *args), kwargs)
 
@@ -182,13 +198,47 @@ class TensorProxy(Proxy):
             f"{self.name}.item() reads a tensor's data, which thunder does not see while tracing"
         )
 
+    # metadata properties that a proxy always answers the same way: thunder traces dense, strided
+    # tensors only, and the prologue checks every input's device and dtype
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device.type == "meta"
+
+    @property
+    def layout(self) -> torch.layout:
+        return torch.strided
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize
+
+    is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = property(lambda self: False)
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in _TORCH_PROPERTIES:  # x.H, x.mH, x.real: the value, not a method bound to x
+            return self._torch_property(name)
         if name not in _tensor_methods and not hasattr(torch.Tensor, name):
             # as eager: ``hasattr(tensor, "jax")`` is False (transformers probes tensors this way)
             raise AttributeError(f"'Tensor' object has no attribute {name!r}")
         return functools.partial(tensor_method(name), self)
+
+    def _torch_property(self, name: str) -> Any:
+        if name in _tensor_methods:
+            return tensor_method(name)(self)
+        if name.startswith("is_") and _is_device_type(name[3:]):  # x.is_xpu
+            return self.device.type == name[3:]
+        # autograd's state of the actual tensor (x.grad, x.grad_fn, x.is_leaf, x.data)
+        raise NotImplementedError(f"thunder does not support reading the tensor attribute {name!r}")
 
     __hash__ = Proxy.__hash__
     __add__, __radd__ = _binary("add"), _binary("add", reflected=True)
@@ -213,14 +263,6 @@ class TensorProxy(Proxy):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         tensor_method("setitem")(self, key, value)
-
-    @property
-    def T(self) -> TensorProxy:  # noqa: N802 -- torch's name
-        return tensor_method("T")(self)
-
-    @property
-    def mT(self) -> TensorProxy:  # noqa: N802 -- torch's name
-        return tensor_method("mT")(self)
 
 
 # The in-place operators and the in-place methods they are (``x @= y`` is not in-place in torch).

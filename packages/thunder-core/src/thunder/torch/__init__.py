@@ -69,7 +69,7 @@ from thunder.torch.elementwise import (  # noqa: A004
 from thunder.torch.pointwise import (  # noqa: A004
     addcdiv, addcmul, angle, conj, conj_physical, deg2rad, float_power, frac, heaviside, isclose, isinf,
     isneginf, isposinf, isreal, ldexp, lerp, logaddexp, logaddexp2, logical_and, logical_not, logical_or,
-    logical_xor, nan_to_num, rad2deg, real, resolve_conj, resolve_neg, rsub, sgn, square,
+    logical_xor, imag, nan_to_num, rad2deg, real, resolve_conj, resolve_neg, rsub, sgn, square,
 )  # fmt: skip
 from thunder.torch.special import (  # noqa: A004
     airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t, chebyshev_polynomial_u,

@@ -196,6 +196,12 @@ resolve_neg = _real_identity("resolve_neg", torch.resolve_neg, torch.Tensor.reso
 real = _real_identity("real", torch.real)
 
 
+@torchsymbol(torch.imag, method="imag")
+def imag(a: TensorProxy) -> TensorProxy:
+    _real_only("imag", a)
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
 @torchsymbol(torch.nan_to_num, torch.Tensor.nan_to_num, method="nan_to_num", tags=ELEMENTWISE)
 def nan_to_num(a: TensorProxy, nan: float | None = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> TensorProxy:  # fmt: skip
