@@ -20,7 +20,7 @@ from thunder.core.sources import KeysSource, Source
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
 
-__all__ = ["GuardFailure", "PrologueBuilder", "check_tensor", "check_value", "check_identity"]
+__all__ = ["GuardFailure", "PrologueBuilder", "check_tensor", "check_value", "check_identity", "check_keys"]
 
 
 class GuardFailure(Exception):
@@ -50,6 +50,17 @@ def check_identity(value: Any, expected: Any) -> None:
         raise GuardFailure
 
 
+def check_keys(keys: tuple, expected: tuple) -> None:
+    """A dict's keys, in order: strings and ints by value, any other key (an enum, a module) by identity."""
+    if len(keys) != len(expected):
+        raise GuardFailure
+    for key, expected_key in zip(keys, expected):
+        if key is not expected_key and not (
+            type(key) is type(expected_key) and type(key) in (str, int) and key == expected_key
+        ):
+            raise GuardFailure
+
+
 def _print_check_tensor(bound_symbol: BoundSymbol) -> list[str]:
     # Spelled out rather than a call of check_tensor: a prologue runs on every call, and the call
     # itself would cost as much as the checks.
@@ -67,8 +78,18 @@ def _print_unpack(bound_symbol: BoundSymbol) -> list[str]:
 
 
 def _print_check_value(bound_symbol: BoundSymbol) -> list[str]:
-    expression, expected_source = bound_symbol.args
-    return [f"check_value({expression}, {expected_source})"]
+    expression, expected_source, *shown = bound_symbol.args
+    comment = f"  # {shown[0]}" if shown else ""  # a value bound by name, as it would print
+    return [f"check_value({expression}, {expected_source}){comment}"]
+
+
+def _print_check_keys(bound_symbol: BoundSymbol) -> list[str]:
+    expression, expected_name, shown = bound_symbol.args
+    return [f"check_keys({expression}, {expected_name})  # {shown}"]
+
+
+CHECK_KEYS = Symbol(name="check_keys", id="prologue.check_keys", meta=lambda *args: None,
+                    printer=_print_check_keys, fn=check_keys)  # fmt: skip
 
 
 UNPACK = Symbol(name="unpack", id="prologue.unpack", meta=lambda expression: None, printer=_print_unpack)
@@ -88,8 +109,9 @@ CHECK_EMPTY = Symbol(name="check_empty", id="prologue.check_empty", meta=lambda 
 
 
 def _print_check_identity(bound_symbol: BoundSymbol) -> list[str]:
-    expression, expected_name = bound_symbol.args
-    return [f"check_identity({expression}, {expected_name})"]
+    expression, expected_name, *shown = bound_symbol.args
+    comment = f"  # {shown[0]}" if shown else ""
+    return [f"check_identity({expression}, {expected_name}){comment}"]
 
 
 CHECK_IDENTITY = Symbol(name="check_identity", id="prologue.check_identity", meta=lambda *args: None,
@@ -111,6 +133,23 @@ def _finite(value: Any) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
 
+def _shown(value: Any) -> str:
+    """A one-line, comment-safe rendering of a value the prologue binds by name."""
+    if isinstance(value, torch.nn.Module):  # its repr lists every submodule
+        return f"<{type(value).__name__} module>"
+    if isinstance(value, type):
+        text = f"{value.__module__}.{value.__qualname__}"
+    elif callable(value) and hasattr(value, "__qualname__"):
+        text = f"{getattr(value, '__module__', None) or '?'}.{value.__qualname__}"
+    else:
+        try:
+            text = repr(value)
+        except Exception:
+            text = f"<{type(value).__name__}>"
+    text = " ".join(text.split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 class PrologueBuilder:
     """Collects what a computation depends on while it is traced, then prints the prologue."""
 
@@ -122,6 +161,7 @@ class PrologueBuilder:
             check_value=check_value,
             check_tensor=check_tensor,
             check_identity=check_identity,
+            check_keys=check_keys,
             torch=torch,
             Tensor=torch.Tensor,
             GuardFailure=GuardFailure,
@@ -183,10 +223,21 @@ class PrologueBuilder:
         if isinstance(source, KeysSource) and value == ():  # no hooks: one truth test, no tuple built
             self._record(BoundSymbol(CHECK_EMPTY, (source.base.expression(self._constant_name),)))
             return
-        # Numbers, strings and None are spelled as literals; dtypes and devices are bound by name.
+        # Numbers, strings and None are spelled as literals; other values (dtypes, sizes, slices) are
+        # bound by name, so that a call does not build them again, and shown in a comment.
         literal = type(value) in (bool, int, float, str, type(None)) and _finite(value)
-        expected = repr(value) if literal else self._constant_name(value)
-        self._record(BoundSymbol(CHECK_VALUE, (expression, expected)))
+        if literal:
+            self._record(BoundSymbol(CHECK_VALUE, (expression, repr(value))))
+        else:
+            self._record(BoundSymbol(CHECK_VALUE, (expression, self._constant_name(value), _shown(value))))
+
+    def add_keys_guard(self, keys: tuple, source: Source) -> None:
+        """Specialize on a dict's keys, some of which compare by identity (enums, modules)."""
+        expression = source.expression(self._constant_name)
+        if expression in self._guarded:
+            return
+        self._guarded.add(expression)
+        self._record(BoundSymbol(CHECK_KEYS, (expression, self._constant_name(keys), _shown(keys))))
 
     def add_number(self, value: int | float, source: Source, name: str | None = None) -> NumberProxy:
         """The computation input standing for a Python number (``cache="symbolic values"``).
@@ -230,10 +281,10 @@ class PrologueBuilder:
         if expression in self._guarded:
             return
         self._guarded.add(expression)
-        self._record(BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value))))
+        self._record(BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value), _shown(value))))
 
     def finish(self) -> Trace:
-        expression_index = {UNPACK: 0, CHECK_VALUE: 0, CHECK_IDENTITY: 0, CHECK_EMPTY: 0}
+        expression_index = {UNPACK: 0, CHECK_VALUE: 0, CHECK_IDENTITY: 0, CHECK_EMPTY: 0, CHECK_KEYS: 0}
         self.prologue.bound_symbols[:] = hoist_repeated_fetches(
             self.prologue.bound_symbols, expression_index, self._fetch_name
         )

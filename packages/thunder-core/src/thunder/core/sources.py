@@ -25,6 +25,8 @@ __all__ = [
     "LengthSource",
     "KeysSource",
     "CallSource",
+    "TypeSource",
+    "HasAttributeSource",
 ]
 
 
@@ -180,3 +182,30 @@ class CallSource(Source):
 
     def expression(self, constant_name: Any) -> str:
         return self.name
+
+
+@dataclass(frozen=True, eq=False)
+class TypeSource(Source):
+    """The type of a value: ``type(args[0])``, checked by identity for objects guarded by their attributes."""
+
+    base: Source
+
+    def expression(self, constant_name: Any) -> str:
+        return f"type({self.base.expression(constant_name)})"
+
+    def describe(self) -> str:
+        return f"type({self.base.describe()})"
+
+
+@dataclass(frozen=True, eq=False)
+class HasAttributeSource(Source):
+    """Whether a value has an attribute: the program found it missing (``getattr(obj, name, default)``)."""
+
+    base: Source
+    name: str
+
+    def expression(self, constant_name: Any) -> str:
+        return f"hasattr({self.base.expression(constant_name)}, {self.name!r})"
+
+    def describe(self) -> str:
+        return f"hasattr({self.base.describe()}, {self.name!r})"

@@ -39,21 +39,11 @@ from thunder.core.sources import (
 )
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
+from thunder.interpreter.guards import ValueGuards
 from thunder.interpreter.vm import InterpreterError, InterpreterHooks, interpret
 from thunder.torch.inplace import torch_lookaside
 
 __all__ = ["interpreter_frontend", "InterpreterEvent", "UnsupportedTorchFunctionError"]
-
-_GUARDED_TYPES = (int, float, bool, str, complex, type(None), torch.dtype, torch.device)
-# Objects whose identity a trace depends on: rebinding one (a global function, a submodule) must retrace.
-_IDENTITY_GUARDED_TYPES = (
-    types.FunctionType,
-    types.BuiltinFunctionType,
-    types.ModuleType,
-    type,
-    functools.partial,
-    torch.nn.Module,
-)
 
 
 # A torch callable with no thunder symbol was called on a tensor and cannot fall back (core/fallback.py).
@@ -181,9 +171,8 @@ class TracingHooks(InterpreterHooks):
         self.module_state = module_state
         self.symbolic_numbers = symbolic_numbers  # cache="symbolic values": ints and floats become inputs
         self.instruction_log: list | None = []
-        self._containers: dict[int, tuple[Any, Any]] = {}
-        self._python_modules: set[int] = set()  # ids of the sources of Python modules read
-        self._tensor_sources: set[str] = set()  # where tensors were read from (``args[0]``)
+        number = self._number if symbolic_numbers else None
+        self.guards = ValueGuards(builder, self._tensor, number, self.current_location)
 
     def lookaside(self, fn: Any) -> Callable | None:
         replacement = torch_lookaside(fn)  # symbols, with their out=/inplace= forms; in-place torch ops
@@ -268,70 +257,15 @@ class TracingHooks(InterpreterHooks):
         exc.args = (f"{exc.args[0]} (at {location})", *exc.args[1:])
 
     def on_load(self, value: Any, source: Source, name: str | None = None) -> Any:
-        if isinstance(value, torch.Tensor):
-            return self._tensor(value, source, name)
-        if self.symbolic_numbers and type(value) in (int, float) and not self._of_tensor(source):
-            return self.builder.add_number(value, source, name or _source_name(source))
-        if isinstance(value, _GUARDED_TYPES):
-            self.builder.add_value_guard(value, source)
-            return value
-        value_type = type(value)
-        if value_type is tuple or value_type is list or value_type is dict or value_type is OrderedDict:
-            return self._container(value, source)
-        if isinstance(value, _IDENTITY_GUARDED_TYPES):
-            self._identity_guard(value, source)
-        return value
+        return self.guards.load(value, source, name)
 
-    def _of_tensor(self, source: Source) -> bool:
-        """Read from a tensor (``x.shape[0]``): metadata the prologue already checks, kept a constant."""
-        while isinstance(source, (AttributeSource, ModuleEntrySource, ItemSource, LengthSource)):
-            source = source.base
-            if source.describe() in self._tensor_sources:
-                return True
-        return False
+    def on_identity_test(self, left: Any, right: Any) -> None:
+        self.guards.on_identity_test(left, right)
 
-    def _container(self, value: Any, source: Source) -> Any:
-        """Tensors inside become proxies (in a copy); every Python value inside is guarded.
-
-        A container loaded again, through any path, gives the same object back, so that the program's
-        own changes to it are seen (a list appended to in one function and read in another).
-        """
-        known = self._containers.get(id(value))
-        if known is not None and known[0] is value:
-            return known[1]
-        if isinstance(value, dict):
-            if not all(type(k) in (str, int) for k in value):
-                self._identity_guard(value, source)
-                result = value
-            else:
-                self.builder.add_value_guard(tuple(value), KeysSource(source))
-                items = {k: self.on_load(v, ItemSource(source, k)) for k, v in value.items()}
-                changed = any(items[k] is not v for k, v in value.items())
-                result = type(value)(items) if changed else value
-        else:
-            self.builder.add_value_guard(len(value), LengthSource(source))
-            loaded = [self.on_load(item, ItemSource(source, i)) for i, item in enumerate(value)]
-            changed = any(new is not old for new, old in zip(loaded, value))
-            result = type(value)(loaded) if changed else value
-        self._containers[id(value)] = (value, result)
-        return result
-
-    def _identity_guard(self, value: Any, source: Source) -> None:
-        """The trace depends on this very object (a function it called, a submodule it ran)."""
-        if isinstance(value, types.BuiltinFunctionType) and not isinstance(
-            getattr(value, "__self__", None), (types.ModuleType, type(None))
-        ):
-            return  # a bound builtin method (``items.append``) is a new object on every access
-        if isinstance(value, functools.partial) and _contains_proxy((value.args, value.keywords)):
-            return  # a tensor method bound to a proxy
-        if isinstance(value, types.ModuleType):
-            self._python_modules.add(id(source))
-        if isinstance(source, AttributeSource) and id(source.base) in self._python_modules:
-            return  # torch.nn.functional.relu: a Python module's functions are taken as they are
-        self.builder.add_identity_guard(value, source)
+    def _number(self, value: Any, source: Source, name: str | None) -> NumberProxy:
+        return self.builder.add_number(value, source, name or _source_name(source))
 
     def _tensor(self, tensor: torch.Tensor, source: Source, name: str | None) -> TensorProxy:
-        self._tensor_sources.add(source.describe())
         known = self.module_state.get(id(tensor))
         if known is not None:  # module state is always fetched by its qualified name
             name, source = known

@@ -12,11 +12,11 @@ from __future__ import annotations
 from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
 from typing import Any
 
-from thunder.core.sources import AttributeSource, ModuleEntrySource, Source
+from thunder.core.sources import AttributeSource, HasAttributeSource, ModuleEntrySource, Source
 from thunder.interpreter.vm.calls import MISSING, call, is_torch_module, lookup_type
 from thunder.interpreter.vm.dispatch import NULL
 
-__all__ = ["load_attribute", "load_method", "is_user_function"]
+__all__ = ["load_attribute", "load_method", "has_attribute", "is_user_function"]
 
 _LIBRARY_PREFIXES = ("thunder.", "torch.")
 
@@ -34,12 +34,38 @@ def _written_by_program(context: Any, obj: Any, name: str) -> bool:
 
 
 def load_attribute(context: Any, obj: Any, name: str) -> Any:
-    value, interpreted = _get_attribute(context, obj, name)
+    try:
+        value, interpreted = _get_attribute(context, obj, name)
+    except AttributeError:
+        _note_missing(context, obj, name)
+        raise
     if not interpreted and not _written_by_program(context, obj, name):
         base = context.provenance.source_of(obj)
         if base is not None:
             value = context.load(value, _attribute_source(obj, base, name))
     return value
+
+
+def has_attribute(context: Any, obj: Any, name: str) -> bool:
+    """``hasattr``: its answer, not the attribute's value, is what the trace depends on."""
+    try:
+        _get_attribute(context, obj, name)
+    except AttributeError:
+        _note_missing(context, obj, name)
+        return False
+    base = context.provenance.source_of(obj)
+    if base is not None and type(obj) is not ModuleType and not _written_by_program(context, obj, name):
+        context.load(True, HasAttributeSource(base, name))
+    return True
+
+
+def _note_missing(context: Any, obj: Any, name: str) -> None:
+    """A missing attribute is a fact the trace depends on (``getattr(obj, name, default)``, ``hasattr``)."""
+    if type(obj) is ModuleType:
+        return
+    base = context.provenance.source_of(obj)
+    if base is not None and not _written_by_program(context, obj, name):
+        context.load(False, HasAttributeSource(base, name))
 
 
 def _get_attribute(context: Any, obj: Any, name: str) -> tuple[Any, bool]:

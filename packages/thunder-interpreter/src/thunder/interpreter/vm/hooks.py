@@ -28,6 +28,10 @@ class InterpreterHooks:
         """A value read from a place with known provenance; the return value is used instead."""
         return value
 
+    def on_identity_test(self, left: Any, right: Any) -> None:
+        """The program compared two values by identity (``is``, or ``==`` without ``__eq__``)."""
+        return None
+
     def check_opaque_call(self, fn: Any, args: tuple, kwargs: dict) -> None:
         """Called before a non-Python callable runs natively; raise to forbid it."""
         return None

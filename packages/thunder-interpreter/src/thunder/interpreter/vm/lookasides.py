@@ -14,7 +14,7 @@ from collections.abc import Callable
 from types import CellType, FunctionType
 from typing import Any
 
-from thunder.interpreter.vm.attributes import load_attribute
+from thunder.interpreter.vm.attributes import has_attribute, load_attribute
 from thunder.interpreter.vm.calls import DEFER, call
 from thunder.interpreter.vm.iteration import get_iterator, next_value
 from thunder.interpreter.vm.operators import truth
@@ -164,6 +164,13 @@ def _getattr(context: Any, args: tuple, kwargs: dict) -> Any:
         if len(args) == 3:
             return args[2]
         raise
+
+
+@_replaces(builtins.hasattr)
+def _hasattr(context: Any, args: tuple, kwargs: dict) -> Any:
+    if kwargs or len(args) != 2 or type(args[1]) is not str:
+        return DEFER
+    return has_attribute(context, args[0], args[1])
 
 
 @_replaces(sys.exc_info)

@@ -53,6 +53,7 @@ def compare_op(frame: Any, op: Any) -> None:
 def is_op(frame: Any, op: Any) -> None:
     stack = frame.stack
     right = stack.pop()
+    frame.context.hooks.on_identity_test(stack[-1], right)
     stack[-1] = (stack[-1] is right) != bool(op.arg)
 
 

@@ -117,6 +117,8 @@ def _dispatch_binary(context: Any, left: Any, right: Any, name: str, reflected: 
 def compare(context: Any, symbol: str, left: Any, right: Any) -> Any:
     native, name, reflected = _COMPARISONS[symbol]
     if not (has_user_dunder(context, type(left), name) or has_user_dunder(context, type(right), reflected)):
+        if symbol == "==" or symbol == "!=":  # without __eq__, objects are equal by identity
+            context.hooks.on_identity_test(left, right)
         return native(left, right)
     left_type, right_type = type(left), type(right)
     attempts = [
@@ -131,10 +133,9 @@ def compare(context: Any, symbol: str, left: Any, right: Any) -> Any:
         result = call_dunder(context, method, obj, other)
         if result is not NotImplemented:
             return result
-    if symbol == "==":
-        return left is right
-    if symbol == "!=":
-        return left is not right
+    if symbol == "==" or symbol == "!=":
+        context.hooks.on_identity_test(left, right)
+        return (left is right) == (symbol == "==")
     raise TypeError(
         f"'{symbol}' not supported between instances of '{left_type.__name__}' and '{right_type.__name__}'"
     )

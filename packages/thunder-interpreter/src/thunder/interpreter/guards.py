@@ -1,0 +1,293 @@
+"""The guard model: how the prologue checks each kind of Python value a trace depended on.
+
+Every value the interpreter reads from outside the call (an argument, a global, a closure cell,
+an attribute or item of one of those) passes through ``ValueGuards.load`` with its source. The
+table below decides, by the value's kind, what the prologue checks on later calls; a reader can
+audit here, and only here, which kinds are guarded and how. Read top to bottom, first match wins:
+
+======================================  ==============================================================
+kind                                    check on later calls
+======================================  ==============================================================
+tensor                                  a computation input: shape, dtype, device, requires_grad
+read from a tensor (``x.shape[0]``)     nothing more: the tensor's check covers its metadata
+int, float (``cache="symbolic values"``)  a computation input: its type only, its value once specialized
+enum member, ``object()`` sentinel      identity
+bool, int, float, complex, str, bytes,  type and value (``True`` is not ``1``, ``1`` is not ``1.0``)
+None, Ellipsis, dtype, device, layout,
+memory format, ``torch.Size``, range,
+slice of those, set and frozenset
+tuple, list                             length, then each item by its own kind
+named tuple, other tuple/list subclass  type (identity), length, then each item
+dict and its subclasses                 keys in order (by value, or by identity for keys of other
+                                        kinds), then each value by its own kind
+``functools.partial``                   type, then ``func``, ``args`` and ``keywords`` by kind
+bound method                            ``__func__`` by identity, ``__self__`` by kind
+function, class, Python module,         identity (a function read from a Python module, such as
+``nn.Module``, builtin function         ``torch.nn.functional.relu``, is taken as it is)
+iterator, generator, numpy array        refused: an error names the value and where it was read
+other objects of a Python class         type (identity); every attribute the program reads is
+(dataclasses included)                  guarded by its own kind, an attribute found missing by its
+                                        absence; an ``is``/``==`` test on the object adds identity
+other objects of a C type               identity
+======================================  ==============================================================
+
+Globals and closure cells are not a kind: they are sources, and the value read from one is checked
+by the table like any other.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from thunder.core.prologue import PrologueBuilder
+from thunder.core.proxies import Proxy
+from thunder.core.pytree import tree_leaves
+from thunder.core.sources import (
+    AttributeSource,
+    ItemSource,
+    KeysSource,
+    LengthSource,
+    ModuleEntrySource,
+    Source,
+    TypeSource,
+)
+
+__all__ = ["ValueGuards", "UnguardableValueError", "VALUE_TYPES", "IDENTITY_TYPES"]
+
+# Compared by type and value (``check_value``): immutable, and equal values behave alike.
+VALUE_TYPES = (
+    bool, int, float, complex, str, bytes, type(None), type(Ellipsis), type(NotImplemented),
+    torch.dtype, torch.device, torch.layout, torch.memory_format,
+)  # fmt: skip
+# Objects whose identity a trace depends on: rebinding one (a global function, a submodule) must retrace.
+IDENTITY_TYPES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.ModuleType,
+    type,
+    torch.nn.Module,
+    enum.Enum,
+)
+# Dict keys compared by value in the keys check; keys of any other kind are compared by identity.
+_VALUE_KEY_TYPES = (str, int)
+
+
+class UnguardableValueError(TypeError):
+    """A value of a kind whose changes between calls the prologue cannot see."""
+
+
+def _is_sentinel(value: Any) -> bool:
+    return type(value) is object
+
+
+def _is_constant_value(value: Any) -> bool:
+    """A value ``check_value`` can compare on its own: of a value type, or made only of such values."""
+    value_type = type(value)
+    if isinstance(value, VALUE_TYPES) and not isinstance(value, enum.Enum):
+        return True
+    if value_type is torch.Size:
+        return True
+    if value_type is slice:
+        return all(_is_constant_value(part) for part in (value.start, value.stop, value.step))
+    if value_type is range:
+        return True
+    # sets compare their items by hash and equality, which is identity for functions, enums, modules
+    return value_type is set or value_type is frozenset
+
+
+def _is_refused(value: Any) -> bool:
+    if isinstance(value, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)):
+        return True
+    value_type = type(value)
+    if value_type.__module__ == "numpy" and value_type.__name__ == "ndarray":
+        return True
+    # an iterator's position changes under the trace, which read it only once
+    return hasattr(value_type, "__next__") and hasattr(value_type, "__iter__")
+
+
+def _is_python_object(value: Any) -> bool:
+    """An instance of a class written in Python, whose behaviour runs (interpreted) through its attributes."""
+    return bool(type(value).__flags__ & (1 << 9)) and type(value).__module__ != "builtins"  # heap type
+
+
+class ValueGuards:
+    """Applies the table above while a call is traced, recording the checks in a ``PrologueBuilder``."""
+
+    def __init__(
+        self,
+        builder: PrologueBuilder,
+        load_tensor: Callable[[torch.Tensor, Source, str | None], Any],
+        load_number: Callable[[Any, Source, str | None], Any] | None,
+        location: Callable[[], str],
+    ):
+        self.builder = builder
+        self.load_tensor = load_tensor
+        self.load_number = load_number  # None unless cache="symbolic values"
+        self.location = location
+        self._containers: dict[int, tuple[Any, Any]] = {}
+        self._python_modules: set[int] = set()  # ids of the sources of Python modules read
+        self._objects: dict[int, tuple[Any, Source]] = {}  # guarded by type and attributes read
+        self._tensor_sources: set[str] = set()  # where tensors were read from (``args[0]``)
+
+    def load(self, value: Any, source: Source, name: str | None = None) -> Any:
+        """The value the traced program sees instead of ``value``, with its checks recorded."""
+        if isinstance(value, torch.Tensor):
+            self._tensor_sources.add(source.describe())
+            return self.load_tensor(value, source, name)
+        if isinstance(value, Proxy):
+            return value  # loaded before: already an input of the computation
+        if self._tensor_sources and _is_read_from_tensor(source, self._tensor_sources):
+            return value  # ``x.shape[0]``, ``x.dtype``: metadata the tensor's check covers
+        if self.load_number is not None and type(value) in (int, float):
+            return self.load_number(value, source, name)
+        if isinstance(value, (enum.Enum,)) or _is_sentinel(value):
+            self.builder.add_identity_guard(value, source)
+            return value
+        if _is_constant_value(value):
+            self.builder.add_value_guard(value, source)
+            return value
+        value_type = type(value)
+        if value_type is tuple or value_type is list:
+            return self._sequence(value, source)
+        if isinstance(value, dict):
+            return self._dict(value, source)
+        if isinstance(value, (tuple, list)):
+            self.builder.add_identity_guard(value_type, TypeSource(source))
+            return self._sequence(value, source)
+        if value_type is functools.partial:
+            return self._partial(value, source)
+        if value_type is types.MethodType:
+            self._identity(value.__func__, AttributeSource(source, "__func__"))
+            self.load(value.__self__, AttributeSource(source, "__self__"))
+            return value
+        if isinstance(value, IDENTITY_TYPES):
+            self._identity(value, source)
+            return value
+        if _is_refused(value):
+            raise UnguardableValueError(
+                f"{source.describe()} is a {value_type.__module__}.{value_type.__qualname__}, whose changes "
+                "between calls thunder cannot check; pass its contents instead (a list, a tensor)"
+                + self._where()
+            )
+        if _is_python_object(value):
+            self.builder.add_identity_guard(value_type, TypeSource(source))
+            self._objects[id(value)] = (value, source)
+            return value
+        self._identity(value, source)
+        return value
+
+    def on_identity_test(self, left: Any, right: Any) -> None:
+        """The program compared two values by identity (``is``, or ``==`` without ``__eq__``).
+
+        An object guarded by its type and attributes is then checked by identity too, unless the
+        other value is of another type (``obj is None``): the type check already decides that test.
+        """
+        if type(left) is not type(right) or not self._objects:
+            return
+        for value in (left, right):
+            known = self._objects.get(id(value))
+            if known is not None and known[0] is value:
+                self.builder.add_identity_guard(value, known[1])
+
+    def _where(self) -> str:
+        location = self.location()
+        return "" if location.startswith("<") else f" (at {location})"
+
+    def _memo(self, value: Any) -> Any:
+        """A container loaded again, through any path, gives the same object back, so that the program's
+        own changes to it are seen (a list appended to in one function and read in another)."""
+        known = self._containers.get(id(value))
+        return known[1] if known is not None and known[0] is value else None
+
+    def _sequence(self, value: Any, source: Source) -> Any:
+        known = self._memo(value)
+        if known is not None:
+            return known
+        self.builder.add_value_guard(len(value), LengthSource(source))
+        loaded = [self.load(item, ItemSource(source, i)) for i, item in enumerate(value)]
+        result = value
+        if any(new is not old for new, old in zip(loaded, value)):
+            result = _rebuild_sequence(value, loaded)
+        self._containers[id(value)] = (value, result)
+        return result
+
+    def _dict(self, value: dict, source: Source) -> Any:
+        known = self._memo(value)
+        if known is not None:
+            return known
+        if type(value) is not dict:
+            self.builder.add_identity_guard(type(value), TypeSource(source))
+        keys = tuple(value)
+        if all(type(key) in _VALUE_KEY_TYPES for key in keys):
+            self.builder.add_value_guard(keys, KeysSource(source))
+        else:
+            self.builder.add_keys_guard(keys, KeysSource(source))
+        items = {key: self.load(item, ItemSource(source, key)) for key, item in value.items()}
+        result: Any = value
+        if any(items[key] is not item for key, item in value.items()):
+            result = _rebuild_dict(value, items)
+        self._containers[id(value)] = (value, result)
+        return result
+
+    def _partial(self, value: functools.partial, source: Source) -> Any:
+        if any(isinstance(leaf, Proxy) for leaf in tree_leaves((value.args, value.keywords))):
+            return value  # a tensor method bound to a proxy: made while tracing
+        self.builder.add_identity_guard(functools.partial, TypeSource(source))
+        func = self.load(value.func, AttributeSource(source, "func"))
+        args = self.load(value.args, AttributeSource(source, "args"))
+        keywords = self.load(value.keywords, AttributeSource(source, "keywords"))
+        if func is value.func and args is value.args and keywords is value.keywords:
+            return value
+        return functools.partial(func, *args, **keywords)
+
+    def _identity(self, value: Any, source: Source) -> None:
+        """The trace depends on this very object (a function it called, a submodule it ran)."""
+        if isinstance(value, types.BuiltinFunctionType) and not isinstance(
+            getattr(value, "__self__", None), (types.ModuleType, type(None))
+        ):
+            return  # a bound builtin method (``items.append``) is a new object on every access
+        if isinstance(value, types.ModuleType):
+            self._python_modules.add(id(source))
+        if _read_from_python_module(source, self._python_modules):
+            return  # torch.nn.functional.relu: a Python module's functions are taken as they are
+        self.builder.add_identity_guard(value, source)
+
+
+def _read_from_python_module(source: Source, python_modules: set[int]) -> bool:
+    return isinstance(source, AttributeSource) and id(source.base) in python_modules
+
+
+def _rebuild_sequence(value: Any, loaded: list) -> Any:
+    value_type = type(value)
+    if value_type is tuple or value_type is list:
+        return value_type(loaded)
+    if hasattr(value_type, "_fields"):  # a named tuple
+        return value_type(*loaded)
+    return value_type(loaded)
+
+
+def _rebuild_dict(value: dict, items: dict) -> Any:
+    if type(value) is dict:
+        return items
+    try:  # a subclass keeps its type and attributes
+        rebuilt = copy.copy(value)
+        rebuilt.clear()
+        rebuilt.update(items)
+        return rebuilt
+    except Exception:  # a subclass that forbids clear() (transformers' ModelOutput) is built anew
+        return type(value)(items)
+
+
+def _is_read_from_tensor(source: Source, tensor_sources: set[str]) -> bool:
+    while isinstance(source, (AttributeSource, ModuleEntrySource, ItemSource, LengthSource)):
+        source = source.base
+        if source.describe() in tensor_sources:
+            return True
+    return False
