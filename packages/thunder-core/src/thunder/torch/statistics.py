@@ -8,15 +8,18 @@ in a tensor outside [0, 1]) thunder cannot see while tracing: such inputs give a
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 from thunder.core import dtypes, prims
+from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
 from thunder.torch import reductions
 from thunder.torch.nn import mm
-from thunder.torch.pointwise import lerp
+from thunder.torch.nn_common import narrow
+from thunder.torch.pointwise import lerp, logaddexp
 from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import canonical_dim, expand_to, structseq, to_dtype
 from thunder.torch.views import diagonal
@@ -304,19 +307,44 @@ def mode(a: TensorProxy, dim: int = -1, keepdim: bool = False) -> tuple[TensorPr
 
 @torchsymbol(torch.logcumsumexp, torch.Tensor.logcumsumexp, method="logcumsumexp", tags=REDUCTION)
 def logcumsumexp(a: TensorProxy, dim: int) -> TensorProxy:
-    """``log(cumsum(exp(a - m))) + m`` with ``m`` the slice's finite maximum, in float64 for float32 and
-    narrower inputs (so a value more than ~700 below its slice's maximum is the only one that underflows)."""
+    """A scan of ``logaddexp`` in float64 for float32 and narrower inputs: ``ceil(log2(n))`` steps each
+    add to every element the running value ``2**k`` places before it (Hillis and Steele). Unlike
+    ``log(cumsum(exp(a - max)))`` no element underflows, however far below its slice's maximum."""
     if not (a.dtype.is_floating_point or a.dtype.is_complex):
         raise RuntimeError(f"\"logcumsumexp_out_cpu\" not implemented for '{a.dtype.name}'")
     if a.dtype.is_complex:
         raise NotImplementedError("thunder does not support logcumsumexp of complex tensors yet")
     d = canonical_dim(dim, a.ndim)
-    if a.numel() == 0:
+    if a.numel() == 0 or a.ndim == 0:
         return a
+    result = to_dtype(a, dtypes.float64)
+    n, step = a.shape[d], 1
+    while step < n:
+        earlier = prims.pad(
+            narrow(result, d, 0, n - step), -math.inf, [(step, 0, 0) if i == d else (0, 0, 0) for i in range(a.ndim)]
+        )
+        result = logaddexp(result, earlier)
+        step *= 2
+    return to_dtype(result, a.dtype)
+
+
+@register_vjp(logcumsumexp)
+def _logcumsumexp_vjp(g: Any, a: TensorProxy, dim: int, *, out: TensorProxy) -> tuple:
+    """``grad[j] = sum(g[i] * exp(a[j] - out[i]) for i >= j)``, summed in log space: the positive and the
+    negative parts of ``g`` each as ``exp(a[j] + reversed_logcumsumexp(log(|g|) - out)[j])``, so no
+    term overflows or underflows (every ``a[j] - out[i]`` is at most 0). In float64 for float32 and
+    narrower inputs, with ``out`` recomputed there: a float32 ``out`` near 1e4 is off by 5e-4, and its
+    ``exp`` by as much relatively (eager's float32 gradient has that error)."""
+    if g is None or a.numel() == 0 or a.ndim == 0:
+        return (g, None)
+    d = canonical_dim(dim, a.ndim)
     x = to_dtype(a, dtypes.float64)
-    if a.ndim == 0:
-        return a
-    peak = reductions.amax(x, d, keepdim=True)
-    peak = ew.where(ew.isfinite(peak), peak, 0.0)
-    total = prims.cumsum(ew.exp(ew.sub(x, peak)), d)
-    return to_dtype(ew.add(ew.log(total), peak), a.dtype)
+    y = out if a.dtype is dtypes.float64 else logcumsumexp(x, d)
+    g = to_dtype(g, dtypes.float64)
+
+    def part(weights: TensorProxy) -> TensorProxy:  # sum(w[i] * exp(x[j] - y[i]) for i >= j) for w >= 0
+        log_weights = ew.where(ew.gt(weights, 0.0), ew.log(weights), -math.inf)
+        summed = prims.flip(logcumsumexp(prims.flip(ew.sub(log_weights, y), (d,)), d), (d,))
+        return ew.exp(ew.add(x, summed))
+
+    return (to_dtype(ew.sub(part(g), part(ew.neg(g))), a.dtype), None)
