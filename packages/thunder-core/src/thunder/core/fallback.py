@@ -29,7 +29,7 @@ from torch.utils import _pytree
 
 from thunder.core import devices, dtypes
 from thunder.core.gradients import register_vjp
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import TensorProxy, reads_data_error
 from thunder.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import Trace
@@ -296,6 +296,13 @@ def _positional(fn: Callable, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return tuple(bound.args), dict(bound.kwargs)
 
 
+_DATA_READERS = {
+    torch.Tensor.item: "Tensor.item()",
+    torch.Tensor.tolist: "Tensor.tolist()",
+    torch.Tensor.numpy: "Tensor.numpy()",
+}
+
+
 def call(fn: Callable, args: tuple, kwargs: dict) -> Any:
     """Record ``fn(*args, **kwargs)`` as a fallback symbol in the trace being built; returns its output."""
     if not is_enabled():
@@ -303,6 +310,8 @@ def call(fn: Callable, args: tuple, kwargs: dict) -> Any:
             f"{torch_name(fn)} is not supported by thunder: it has no thunder symbol and the fallback to "
             "PyTorch is turned off (thunder.jit(..., fallback=False))"
         )
+    if fn in _DATA_READERS:  # torch.Tensor.item(x): as x.item()
+        raise reads_data_error(_DATA_READERS[fn])
     if kwargs.get("out") is not None:
         from thunder.core.inplace import mutate
 

@@ -22,7 +22,7 @@ import torch
 from thunder.core import devices, dtypes
 from thunder.core.trace import get_tracectx
 
-__all__ = ["Proxy", "TensorProxy", "NumberProxy", "pyval", "register_tensor_method", "tensor_method"]
+__all__ = ["Proxy", "TensorProxy", "NumberProxy", "pyval", "register_tensor_method", "tensor_method", "reads_data_error"]
 
 
 class Proxy:
@@ -66,8 +66,16 @@ def tensor_method(name: str) -> Callable:
 
 # torch.Tensor's properties (``x.T``, ``x.real``, ``x.grad``): read as attributes, never called, so a
 # proxy answers them with a value where it answers a method with a bound callable.
+def _class_attributes(cls: type) -> dict[str, Any]:
+    """``dict(inspect.getmembers_static(cls))``, which Python 3.10 lacks: attributes, descriptors unrun."""
+    attributes: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        attributes.update(vars(klass))
+    return attributes
+
+
 _TORCH_PROPERTIES = frozenset(
-    name for name, value in inspect.getmembers_static(torch.Tensor) if inspect.isdatadescriptor(value)
+    name for name, value in _class_attributes(torch.Tensor).items() if inspect.isdatadescriptor(value)
 )
 
 
@@ -78,6 +86,15 @@ def _is_device_type(name: str) -> bool:
     except RuntimeError:
         return False
     return True
+
+
+def reads_data_error(construct: str) -> NotImplementedError:
+    """The error for ``x.item()`` and other constructs that turn a tensor's data into a Python value."""
+    return NotImplementedError(
+        f"{construct} reads the tensor's data, which a trace cannot depend on: thunder sees only shapes, "
+        "dtypes and devices while tracing. Return the tensor from the compiled function and call "
+        f"{construct.removeprefix('Tensor')} on the result outside it"
+    )
 
 
 def _fallback_method(fallback: Any, torch_method: Callable, self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -193,10 +210,16 @@ class TensorProxy(Proxy):
             "tracing (data-dependent control flow); compute it outside the compiled function"
         )
 
+    # Python values computed from the data: a trace holds no data, and what it computes cannot depend
+    # on values it would have to read back (as a graph break would) without retracing on every call
     def item(self) -> Any:
-        raise NotImplementedError(
-            f"{self.name}.item() reads a tensor's data, which thunder does not see while tracing"
-        )
+        raise reads_data_error("Tensor.item()")
+
+    def tolist(self) -> Any:
+        raise reads_data_error("Tensor.tolist()")
+
+    def numpy(self, *, force: bool = False) -> Any:
+        raise reads_data_error("Tensor.numpy()")
 
     # metadata properties that a proxy always answers the same way: thunder traces dense, strided
     # tensors only, and the prologue checks every input's device and dtype
