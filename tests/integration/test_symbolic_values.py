@@ -297,7 +297,7 @@ def test_rematerialized_backward_gets_the_numbers_it_recomputes_with():
     assert any(getattr(arg, "name", None) == "s" for arg in backward.args)
 
 
-def test_storing_a_symbolic_number_on_a_module_is_refused():
+def test_storing_a_symbolic_number_on_a_module_is_replayed():
     class Counter(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -308,6 +308,8 @@ def test_storing_a_symbolic_number_on_a_module_is_refused():
             return x * 2
 
     model = Counter()
-    with pytest.raises(NotImplementedError, match="Counter.steps"):
-        thunder.jit(model, cache=SYMBOLIC)(torch.randn(2))
-    assert model.steps == 0
+    jitted = thunder.jit(model, cache=SYMBOLIC)
+    for _ in range(3):
+        jitted(torch.randn(2))
+    assert model.steps == 3 and type(model.steps) is int
+    assert thunder.cache_misses(jitted) == 1  # the count is an input and an output, not a constant

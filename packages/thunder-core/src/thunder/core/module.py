@@ -8,6 +8,8 @@ names (``fc1.weight``, not ``_model.fc1.weight``), so the two are interchangeabl
 from __future__ import annotations
 
 import contextlib
+import functools
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,6 +28,32 @@ class ThunderModule(torch.nn.Module):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self._thunder_jitted(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else is the wrapped module's: ``config``, ``device``, ``generate``, ...
+
+        A method of the wrapped module runs on the wrapped module (its ``self``, ``super()`` and the
+        attributes it sets are the module's own), with the module's ``forward`` routed to the compiled
+        one for the duration of the call: ``generate`` calling ``self(...)`` runs compiled code.
+        """
+        try:
+            return super().__getattr__(name)  # nn.Module's tables: _model itself
+        except AttributeError:
+            model = self.__dict__.get("_modules", {}).get("_model")
+            if model is None or name.startswith("__"):
+                raise
+        value = getattr(model, name)
+        if isinstance(value, types.MethodType) and value.__self__ is model:
+            return _routing_forward(self, model, value)
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """An attribute of the wrapped module that this wrapper does not have is set on the module."""
+        model = self.__dict__.get("_modules", {}).get("_model")
+        if model is not None and not _has_own_attribute(self, name) and hasattr(model, name):
+            setattr(model, name, value)
+        else:
+            super().__setattr__(name, value)
 
     def named_parameters(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
@@ -70,3 +98,67 @@ class ThunderModule(torch.nn.Module):
             yield
         for transform in transforms:
             transform.exit_no_sync(self._model)
+
+
+def _has_own_attribute(module: torch.nn.Module, name: str) -> bool:
+    tables = ("_parameters", "_buffers", "_modules")
+    return (
+        name in module.__dict__
+        or hasattr(type(module), name)
+        or any(name in module.__dict__.get(table, ()) for table in tables)
+    )
+
+
+_HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+def _routing_forward(thunder_module: ThunderModule, model: torch.nn.Module, method: Callable) -> Callable:
+    """``method`` (bound to ``model``) run with ``model.forward`` set to the compiled forward meanwhile.
+
+    The routing is an instance attribute that ``nn.Module.__call__`` finds before the class's
+    ``forward``; it is removed when the method returns (``model`` used directly stays eager), and
+    while the compiled function runs (its tracing interprets the class's ``forward``: no recursion).
+    """
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        namespace = model.__dict__
+        if getattr(namespace.get("forward"), "_thunder_routing", None) is thunder_module:
+            return method(*args, **kwargs)  # already routed (a method calling another through us)
+        previous = namespace.get("forward", _ABSENT)
+        namespace["forward"] = _compiled_forward(thunder_module, model)
+        try:
+            return method(*args, **kwargs)
+        finally:
+            if previous is _ABSENT:
+                namespace.pop("forward", None)
+            else:
+                namespace["forward"] = previous
+
+    return call
+
+
+_ABSENT = object()
+
+
+def _compiled_forward(thunder_module: ThunderModule, model: torch.nn.Module) -> Callable:
+    original = type(model).forward.__get__(model)
+
+    @functools.wraps(original)  # generate() reads the forward's signature
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        if any(getattr(model, table, None) for table in _HOOK_TABLES):
+            # nn.Module.__call__ ran them already, and the compiled call would run them again
+            raise NotImplementedError(
+                f"{type(model).__name__} has hooks of its own, which a method called through the ThunderModule "
+                "would run twice; compile the forward alone instead: model.forward = thunder.jit(model.forward)"
+            )
+        namespace = model.__dict__
+        routing = namespace.pop("forward", None)
+        try:
+            return thunder_module._thunder_jitted(*args, **kwargs)
+        finally:
+            if routing is not None:
+                namespace["forward"] = routing
+
+    forward._thunder_routing = thunder_module  # type: ignore[attr-defined]
+    return forward

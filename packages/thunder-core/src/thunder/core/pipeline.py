@@ -27,6 +27,7 @@ from thunder.core.compile_transform import (
 )
 from thunder.core.cuda_graphs import with_cuda_graphs
 from thunder.core.diagnostics import instrumented_compile
+from thunder.core.epilogue import Epilogue
 from thunder.core.executor import Executor, resolve_executors
 from thunder.core.prologue import GuardFailure
 from thunder.core.proxies import TensorProxy
@@ -65,6 +66,9 @@ class FrontendResult:
     prologue: Trace
     computation: Trace
     instructions: list = field(default_factory=list)  # what the interpreter ran, if it logs that
+    # side effects on Python objects replayed after the computation (core/epilogue.py); the computation
+    # then returns ``(output, values)``
+    epilogue: Epilogue | None = None
 
 
 class Frontend(Protocol):
@@ -97,6 +101,7 @@ class CacheEntry:
     backward_traces: list[Trace] = field(default_factory=list)
     # torch's grad mode the entry was compiled for, when it matters (some input requires grad)
     grad_mode: bool | None = None
+    epilogue: Epilogue | None = None
 
 
 @dataclass
@@ -204,7 +209,9 @@ class JittedFunction:
                 if found is None:
                     found = self._compile_and_fetch(args, kwargs)
         entry, inputs = found
-        return entry.computation(*inputs)
+        if entry.epilogue is None:
+            return entry.computation(*inputs)
+        return entry.epilogue(args, kwargs, entry.computation(*inputs))
 
     def _lookup(self, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any] | None:
         """The newest entry whose prologue accepts the call, and the inputs it fetched."""
@@ -270,6 +277,7 @@ class JittedFunction:
             computation_traces=computation_traces,
             backward_traces=backward_traces,
             grad_mode=grad_mode,
+            epilogue=result.epilogue,
         )
         stats.last_stage_seconds["prologue codegen"] = time.perf_counter() - codegen_start
         self._show(entry)

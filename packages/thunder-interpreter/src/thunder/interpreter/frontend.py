@@ -40,6 +40,7 @@ from thunder.core.sources import (
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
 from thunder.interpreter.guards import ValueGuards
+from thunder.interpreter.side_effects import SideEffects
 from thunder.interpreter.vm import InterpreterError, InterpreterHooks, interpret
 from thunder.torch.inplace import torch_lookaside
 
@@ -171,6 +172,8 @@ class TracingHooks(InterpreterHooks):
         self.module_state = module_state
         self.symbolic_numbers = symbolic_numbers  # cache="symbolic values": ints and floats become inputs
         self.instruction_log: list | None = []
+        # writes to outside objects, replayed by the epilogue; interpret() sets both lookups later
+        self.side_effects = SideEffects(lambda obj: self.source_of(obj), lambda: self.current_location())
         number = self._number if symbolic_numbers else None
         self.guards = ValueGuards(builder, self._tensor, number, self.current_location)
 
@@ -204,47 +207,25 @@ class TracingHooks(InterpreterHooks):
             _guard_torch_callable(fn)(*args, **kwargs)
 
     def on_store_attr(self, obj: Any, name: str, value: Any) -> bool:
-        """A tensor computed while tracing never lands in a real object; module buffers get the epilogue."""
-        if isinstance(value, NumberProxy):  # a symbolic number must not leak into the user's objects
-            raise NotImplementedError(
-                f"assigning the number {value.name}, computed from cache='symbolic values' inputs, to the attribute "
-                f"{type(obj).__name__}.{name} is a side effect thunder does not replay on later calls; return "
-                f"it instead, or use cache='constant values' (at {self.current_location()})"
-            )
-        if not isinstance(value, Proxy):
-            return False
+        """Module buffers get a tensor's value written into them; other writes are replayed (side_effects.py)."""
         current = obj._buffers.get(name) if isinstance(obj, torch.nn.Module) else None
-        if current is not None:
+        if current is not None and isinstance(value, TensorProxy):
             buffer = self._tensor_of_module(current)
             if buffer is not value:  # ``self.buf = f(self.buf)``: eager rebinds, thunder writes the value
                 inplace.mutate(buffer, value)
             return True
-        where = f"{type(obj).__name__}.{name}"
-        raise NotImplementedError(
-            f"assigning the tensor {value.name} computed inside the compiled function to the attribute {where} "
-            "is a side effect thunder does not replay on later calls (only module buffers are written back); "
-            f"return the tensor instead (at {self.current_location()})"
-        )
+        self.side_effects.attribute(obj, name)
+        return False
 
     def _tensor_of_module(self, tensor: torch.Tensor) -> TensorProxy:
         proxy = self.builder.proxy_for(tensor)
         return proxy if proxy is not None else self.adopt(tensor)
 
     def on_store_global(self, globals_dict: dict, name: str, value: Any) -> None:
-        # Later calls run the cached trace, which does not assign the global again.
-        raise InterpreterError(
-            f"assigning or deleting the global {globals_dict.get('__name__', '?')}.{name} inside a compiled "
-            "function is a side effect thunder does not replay on later calls; pass the value in or return "
-            f"it instead (at {self.current_location()})"
-        )
+        self.side_effects.global_(globals_dict, name)
 
     def on_mutation(self, obj: Any, source: Source, operation: str) -> None:
-        # The container outlives the call: a cached trace would not change it again on later calls.
-        raise InterpreterError(
-            f"changing {source.describe()} in place ({type(obj).__name__} {operation}) inside a compiled "
-            "function is a side effect thunder does not replay on later calls; build a new "
-            f"{type(obj).__name__} instead (at {self.current_location()})"
-        )
+        self.side_effects.contents(obj, source, operation)
 
     def on_exception(self, exc: BaseException, location: str) -> None:
         """Errors thunder raises about the user's program name the user's file and line."""
@@ -257,6 +238,8 @@ class TracingHooks(InterpreterHooks):
         exc.args = (f"{exc.args[0]} (at {location})", *exc.args[1:])
 
     def on_load(self, value: Any, source: Source, name: str | None = None) -> Any:
+        if self.side_effects.written_by_program(source):  # read back after the program's own write
+            return value
         return self.guards.load(value, source, name)
 
     def on_identity_test(self, left: Any, right: Any) -> None:
@@ -359,25 +342,36 @@ def interpreter_frontend(
     root = ConstantSource(
         fn, "the compiled module" if isinstance(fn, torch.nn.Module) else "the compiled function"
     )
-    module_state = _module_state(fn, root) if isinstance(fn, torch.nn.Module) else {}
+    module, module_root = _traced_module(fn, root)
+    module_state = _module_state(module, module_root) if module is not None else {}
     hooks = TracingHooks(builder, module_state, compile_data.cache_option == "symbolic values")
     computation.tensor_adopter = hooks.adopt
     signature_fn = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    known_sources = _submodule_sources(module, module_root) if module is not None else []
+    if module is not None and module is not fn:  # a bound method's ``self``
+        known_sources.append((module, module_root))
     with tracectx(computation), fallback.enabled(compile_data.options.get("fallback", True)):
         compile_data.used_options.add("fallback")
         names = _parameter_names(signature_fn, args)
         # an entry traced without an argument (a default was used) must not accept a call passing it
         builder.add_value_guard(len(args), LengthSource(CallSource("args")))
         builder.add_value_guard(tuple(kwargs), KeysSource(CallSource("kwargs")))
-        proxied_args = tuple(hooks.on_load(a, ArgumentSource(i), names[i]) for i, a in enumerate(args))
-        proxied_kwargs = {k: hooks.on_load(v, KeywordSource(k), k) for k, v in kwargs.items()}
-        arg_sources = [root] + [ArgumentSource(i) for i in range(len(args))]
-        kwarg_sources = {k: KeywordSource(k) for k in kwargs}
-        result = interpret(_call, (fn, *proxied_args), proxied_kwargs, hooks,
-                           arg_sources=arg_sources, kwarg_sources=kwarg_sources,
-                           known_sources=_submodule_sources(fn, root))  # fmt: skip
-        output = _adopt_outputs(result, hooks)
-        output = inplace.finish(computation, output)  # current values; the epilogue's copies
+        try:
+            proxied_args = tuple(hooks.on_load(a, ArgumentSource(i), names[i]) for i, a in enumerate(args))
+            proxied_kwargs = {k: hooks.on_load(v, KeywordSource(k), k) for k, v in kwargs.items()}
+            arg_sources = [root] + [ArgumentSource(i) for i in range(len(args))]
+            kwarg_sources = {k: KeywordSource(k) for k in kwargs}
+            result = interpret(_call, (fn, *proxied_args), proxied_kwargs, hooks,
+                               arg_sources=arg_sources, kwarg_sources=kwarg_sources,
+                               known_sources=known_sources)  # fmt: skip
+            output = _adopt_outputs(result, hooks)
+            epilogue, values = hooks.side_effects.build(hooks.adopt)  # final states, before undoing them
+        finally:
+            hooks.side_effects.undo()  # the user's objects as they were; the epilogue writes them
+        if epilogue is None:
+            output = inplace.finish(computation, output)  # current values; the epilogue's copies
+        else:  # the values the epilogue writes are outputs too
+            output = inplace.finish(computation, (output, values))
         computation.record(BoundSymbol(RETURN, (output,)))
     computation.header = "Constructed by the interpreter"
     if not (
@@ -385,7 +379,18 @@ def interpreter_frontend(
         and any(p.requires_grad for p in computation.args if isinstance(p, TensorProxy))
     ):
         computation.decorators = ["@torch.no_grad()"]
-    return FrontendResult(builder.finish(), computation, hooks.instruction_log or [])
+    return FrontendResult(builder.finish(), computation, hooks.instruction_log or [], epilogue)
+
+
+def _traced_module(fn: Any, root: Source) -> tuple[torch.nn.Module | None, Source]:
+    """The module whose parameters and buffers are inputs: ``fn`` itself, or the ``self`` of a bound
+    method (``model.forward = thunder.jit(model.forward)``), fetched as a constant like ``fn``."""
+    if isinstance(fn, torch.nn.Module):
+        return fn, root
+    owner = getattr(fn, "__self__", None)
+    if isinstance(fn, types.MethodType) and isinstance(owner, torch.nn.Module):
+        return owner, ConstantSource(owner, "the compiled method's module")
+    return None, root
 
 
 def _adopt_outputs(result: Any, hooks: TracingHooks) -> Any:

@@ -54,6 +54,10 @@ class InterpreterHooks:
         like excepted); ``location`` is ``file:line: source`` of the innermost user frame."""
         return None
 
+    def source_of(self, value: Any) -> Source | None:
+        """Where the program read ``value`` from, if from outside the call; ``interpret`` replaces this."""
+        return None
+
     def current_location(self) -> str:
         """``file:line: source`` of the innermost user frame; ``interpret`` replaces this."""
         return "<not interpreting>"

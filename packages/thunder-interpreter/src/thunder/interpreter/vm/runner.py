@@ -45,6 +45,7 @@ def interpret(
     """
     context = InterpreterContext(hooks)
     hooks.current_location = context.user_location  # type: ignore[method-assign]
+    hooks.source_of = context.provenance.source_of  # type: ignore[method-assign]
     register = context.provenance.register
     for value, known in known_sources:
         register(value, known)

@@ -1,0 +1,298 @@
+"""Side effects on Python objects that outlive the traced call: recorded, undone, replayed.
+
+While the VM runs the program it really performs each write (``layer.keys = t``, ``outputs.append(t)``,
+a global assignment), so that the program's later reads see it; the objects then briefly hold proxies.
+This module remembers every object written that the program read from outside the call (it has a
+source: an argument, a global, a module attribute, anything reachable from those), undoes the writes
+when tracing ends, and turns the objects' final states into the epilogue (``core/epilogue.py``), which
+writes them again with real values after every run of the compiled computation:
+
+- an attribute: ``target.name = value`` (or ``del target.name`` if the program deleted it);
+- a global: ``globals[name] = value`` (or its deletion);
+- a list, dict, set or deque changed in place (``append``, ``[]=``, ``update``, ``pop``, ...): its whole
+  final contents (``target[:] = [...]``), whichever operations produced them, so a ``sort(key=...)``,
+  an ``extend(generator)`` or a ``pop`` needs no replay rule of its own.
+
+Objects are written in the order the program last wrote them; every target is fetched (through its
+source, from the current call's arguments) before the first write. A value written is one of: a tensor
+or number the computation produced (an extra output of the computation), a constant, an object with a
+source (fetched like a target), an item the container held before the call, or a list/tuple/dict/set the
+program built (built again); anything else (an object of a Python class created inside the call) cannot
+be replayed and raises an error naming the object, the operation and the user's line.
+
+Objects the program created itself and that nothing outside can reach are never reported (the VM
+only reports writes to objects with a source), so they need no replay.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from thunder.core import devices, dtypes
+from thunder.core.epilogue import Epilogue, EpilogueBuilder
+from thunder.core.proxies import Proxy
+from thunder.core.sources import GlobalSource, ItemSource, KeysSource, LengthSource, Source
+
+__all__ = ["SideEffects", "UnreplayableSideEffectError"]
+
+_MISSING = object()
+_CONSTANT_TYPES = (
+    int, float, bool, complex, str, bytes, type(None), torch.dtype, torch.device, enum.Enum, type,
+    types.FunctionType, types.BuiltinFunctionType, types.ModuleType,
+)  # fmt: skip
+_BUILT_TYPES = (list, tuple, dict, set, frozenset, collections.OrderedDict)
+
+
+class UnreplayableSideEffectError(NotImplementedError):
+    """A side effect on an outside object whose value the epilogue cannot write again on later calls."""
+
+
+@dataclass
+class _Write:
+    """One object (or global) the program wrote, with what undoes the write."""
+
+    kind: str  # "attribute", "global" or "contents"
+    target: Any  # the object, or the globals dict
+    source: Source | None  # the target's source (None for a globals dict)
+    name: str | None  # attribute or global name
+    operation: str  # for messages: "assigns", "append", "[]=", ...
+    location: str  # the user's line of the last write
+    before: Any  # the state before the first write (_MISSING: absent)
+
+
+def _contents(container: Any) -> Any:
+    if isinstance(container, dict):
+        return dict(container)
+    return list(container)
+
+
+def _restore_contents(container: Any, contents: Any) -> None:
+    if isinstance(container, list):
+        container[:] = contents
+    elif isinstance(container, dict):
+        container.clear()
+        container.update(contents)
+    elif isinstance(container, collections.deque):
+        container.clear()
+        container.extend(contents)
+    else:  # a set
+        container.clear()
+        container.update(contents)
+
+
+def _attribute_state(obj: Any, name: str) -> Any:
+    return getattr(obj, name, _MISSING)
+
+
+class SideEffects:
+    """The writes a traced call made to outside objects.
+
+    ``source_of(obj)``: the VM's provenance lookup; ``location()``: the user's current line.
+    """
+
+    def __init__(self, source_of: Callable[[Any], Source | None], location: Callable[[], str]):
+        self._source_of = source_of
+        self._location = location
+        self._writes: dict[tuple, _Write] = {}  # in the order of the last write
+        self._changed_sources: set[int] = set()  # ids of the sources of containers changed in place
+        self._written_globals: set[tuple[int, str]] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self._writes)
+
+    def _note(self, key: tuple, write: _Write) -> None:
+        known = self._writes.pop(key, None)
+        if known is not None:  # keep the state from before the first write; move to the end
+            write.before = known.before
+        self._writes[key] = write
+
+    def attribute(self, obj: Any, name: str) -> None:
+        """Before ``obj.name = value`` on an object read from outside the call."""
+        source = self._source_of(obj)
+        if source is None:
+            return
+        prop = getattr(type(obj), name, None)
+        if isinstance(prop, property):
+            raise UnreplayableSideEffectError(
+                f"assigning {source.describe()}.{name} runs the property setter "
+                f"{type(obj).__qualname__}.{name} natively, which thunder cannot replay on later calls "
+                f"(at {self._location()})"
+            )
+        before = _attribute_state(obj, name)
+        self._note((id(obj), name), _Write("attribute", obj, source, name, "assigns", self._location(), before))
+
+    def global_(self, globals_dict: dict, name: str) -> None:
+        """Before ``global name`` is assigned or deleted."""
+        before = globals_dict.get(name, _MISSING)
+        write = _Write("global", globals_dict, None, name, "assigns", self._location(), before)
+        self._note((id(globals_dict), name), write)
+        self._written_globals.add((id(globals_dict), name))
+
+    def contents(self, container: Any, source: Source, operation: str) -> None:
+        """Before ``container`` (read from ``source``) is changed in place by ``operation``."""
+        before = _contents(container)
+        self._note((id(container),), _Write("contents", container, source, None, operation, self._location(), before))
+        self._changed_sources.add(id(source))
+
+    def written_by_program(self, source: Source) -> bool:
+        """A value read back from what the program itself wrote: the prologue must not check it."""
+        if isinstance(source, GlobalSource):
+            return (id(source.globals_dict), source.name) in self._written_globals
+        while isinstance(source, (ItemSource, LengthSource, KeysSource)):
+            source = source.base
+            if id(source) in self._changed_sources:
+                return True
+        return False
+
+    def undo(self) -> None:
+        """Give the user's objects back the state they had before the call (they may hold proxies now)."""
+        for write in reversed(self._writes.values()):
+            if write.kind == "contents":
+                _restore_contents(write.target, write.before)
+            elif write.kind == "global":
+                write.target.pop(write.name, None)
+                if write.before is not _MISSING:
+                    write.target[write.name] = write.before
+            elif write.before is _MISSING:
+                if hasattr(write.target, write.name):
+                    delattr(write.target, write.name)
+            else:
+                setattr(write.target, write.name, write.before)
+
+    def build(self, adopt: Callable[[torch.Tensor], Proxy]) -> tuple[Epilogue | None, list]:
+        """The epilogue replaying the final states, and the values the computation must return for it.
+
+        Call before ``undo``: the final states are read from the objects themselves.
+        """
+        return _EpilogueWriter(self, adopt).write()
+
+
+class _EpilogueWriter:
+    def __init__(self, effects: SideEffects, adopt: Callable[[torch.Tensor], Proxy]):
+        self.effects = effects
+        self.adopt = adopt
+        self.builder = EpilogueBuilder()
+        self.values: list = []
+        self._value_index: dict[int, int] = {}
+        self._built: dict[int, str] = {}  # containers the program built, written once per run
+        self._originals: dict[int, tuple[_Write, Any]] = {}  # id(item) -> (write, key in `before`)
+        self._original_names: dict[int, str] = {}  # id(write) -> local with the contents before
+        self._write: _Write | None = None
+
+    def write(self) -> tuple[Epilogue | None, list]:
+        writes = list(self.effects._writes.values())
+        for write in writes:
+            if write.kind == "contents":
+                keys = write.before if isinstance(write.before, dict) else range(len(write.before))
+                for key in keys:
+                    self._originals.setdefault(id(write.before[key]), (write, key))
+        for write in writes:
+            self._write = write
+            getattr(self, f"_{write.kind}")(write)
+        return self.builder.finish(), self.values
+
+    def _target(self, write: _Write) -> str:
+        return self.builder.fetch(write.source)
+
+    def _attribute(self, write: _Write) -> None:
+        target = self._target(write)
+        name = write.name
+        spelled = f"{target}.{name}" if name.isidentifier() and name.isascii() else None
+        final = _attribute_state(write.target, name)
+        if final is _MISSING:
+            self.builder.statement(f"if hasattr({target}, {name!r}): delattr({target}, {name!r})")
+        elif spelled is not None:
+            self.builder.statement(f"{spelled} = {self._value(final)}")
+        else:
+            self.builder.statement(f"setattr({target}, {name!r}, {self._value(final)})")
+
+    def _global(self, write: _Write) -> None:
+        globals_name = self.builder.constant(write.target)
+        final = write.target.get(write.name, _MISSING)
+        if final is _MISSING:
+            self.builder.statement(f"{globals_name}.pop({write.name!r}, None)")
+        else:
+            self.builder.statement(f"{globals_name}[{write.name!r}] = {self._value(final)}")
+
+    def _contents(self, write: _Write) -> None:
+        target = self._target(write)
+        container = write.target
+        if isinstance(container, dict):
+            items = ", ".join(f"{self._value(k)}: {self._value(v)}" for k, v in container.items())
+            self.builder.statement(f"{target}.clear(); {target}.update({{{items}}})")
+            return
+        items = ", ".join(self._value(item) for item in container)
+        if isinstance(container, list):
+            self.builder.statement(f"{target}[:] = [{items}]")
+        elif isinstance(container, collections.deque):
+            self.builder.statement(f"{target}.clear(); {target}.extend([{items}])")
+        else:
+            self.builder.statement(f"{target}.clear(); {target}.update([{items}])")
+
+    def _value(self, value: Any) -> str:
+        """An expression for ``value`` in the epilogue."""
+        if isinstance(value, torch.Tensor):
+            value = self.adopt(value)
+        if isinstance(value, Proxy):
+            index = self._value_index.get(id(value))
+            if index is None:
+                index = self._value_index[id(value)] = len(self.values)
+                self.values.append(value)
+            return EpilogueBuilder.value(index)
+        if isinstance(value, dtypes.dtype):  # a proxy's dtype: the user's object gets torch's
+            return self.builder.constant(dtypes.to_torch_dtype(value))
+        if isinstance(value, devices.Device):
+            return self.builder.constant(devices.to_torch_device(value))
+        if isinstance(value, _CONSTANT_TYPES) or value is Ellipsis:
+            return self.builder.constant(value)
+        source = self.effects._source_of(value)
+        if source is not None:
+            return self.builder.fetch(source)
+        original = self._originals.get(id(value))
+        if original is not None and original[0].before[original[1]] is value:
+            return self._original(*original)
+        if type(value) in _BUILT_TYPES or type(value) is torch.Size:
+            return self._built_container(value)
+        write = self._write
+        where = f"{write.source.describe()}.{write.name}" if write.kind == "attribute" else (
+            f"global {write.name}" if write.kind == "global" else f"{write.source.describe()} ({write.operation})"
+        )  # fmt: skip
+        raise UnreplayableSideEffectError(
+            f"the compiled function writes a {type(value).__module__}.{type(value).__qualname__} object it created "
+            f"to {where}, an object the caller can see; thunder replays such writes after every call "
+            "but cannot create that object again. Return it instead, or create it outside the compiled "
+            f"function (at {write.location})"
+        )
+
+    def _original(self, write: _Write, key: Any) -> str:
+        """An item the container held before the call, taken from the contents fetched at the start."""
+        name = self._original_names.get(id(write))
+        if name is None:
+            target = self._target(write)
+            copy = f"dict({target})" if isinstance(write.before, dict) else f"list({target})"
+            name = self._original_names[id(write)] = self.builder.fetch_expression(copy)
+        return f"{name}[{self._value(key)}]"
+
+    def _built_container(self, value: Any) -> str:
+        """A list, tuple, dict or set the program built: built anew on every run (once, if shared)."""
+        known = self._built.get(id(value))
+        if known is not None:
+            return known
+        if isinstance(value, dict):
+            items = ", ".join(f"{self._value(k)}: {self._value(v)}" for k, v in value.items())
+            expression = f"{{{items}}}"
+        else:
+            items = ", ".join(self._value(item) for item in value)
+            expression = f"[{items}]"
+        if type(value) is not list and type(value) is not dict:
+            expression = f"{self.builder.constant(type(value))}({expression})"
+        name = self.builder.local(expression)
+        self._built[id(value)] = name
+        return name
