@@ -100,6 +100,21 @@ CHECK_VALUE = Symbol(name="check_value", id="prologue.check_value", meta=lambda 
                      printer=_print_check_value, fn=check_value)  # fmt: skip
 
 
+def _print_check_container(bound_symbol: BoundSymbol) -> list[str]:
+    # Spelled out, as check_tensor: the type is checked with the length or keys, since a dict of two
+    # keys has the length of a two-item list, and an empty dict is as false as 0.
+    expression, type_name, what, expected = bound_symbol.args
+    mismatch = {"len": f"len({expression}) != {expected}", "keys": f"tuple({expression}) != {expected}",
+                "empty": expression, "type": ""}[what]  # fmt: skip
+    condition = f"type({expression}) is not {type_name}" + (f" or {mismatch}" if mismatch else "")
+    return [f"if {condition}: raise GuardFailure"]
+
+
+CHECK_CONTAINER = Symbol(
+    name="check_container", id="prologue.check_container", meta=lambda *args: None, printer=_print_check_container
+)
+
+
 def _print_check_empty(bound_symbol: BoundSymbol) -> list[str]:
     (expression,) = bound_symbol.args
     return [f"if {expression}: raise GuardFailure"]
@@ -231,13 +246,28 @@ class PrologueBuilder:
         else:
             self._record(BoundSymbol(CHECK_VALUE, (expression, self._constant_name(value), _shown(value))))
 
-    def add_keys_guard(self, keys: tuple, source: Source) -> None:
-        """Specialize on a dict's keys, some of which compare by identity (enums, modules)."""
+    def add_container_guard(self, value: Any, source: Source) -> None:
+        """Specialize on a container's type and shape: its length (a tuple or list) or its keys (a dict).
+
+        A dict's keys are compared as a tuple when all are strings or ints, else one by one (``check_keys``:
+        an enum or a module key by identity). The items are guarded one by one by the caller.
+        """
         expression = source.expression(self._constant_name)
         if expression in self._guarded:
             return
         self._guarded.add(expression)
-        self._record(BoundSymbol(CHECK_KEYS, (expression, self._constant_name(keys), _shown(keys))))
+        container_type = type(value)
+        type_name = container_type.__name__ if container_type in (list, tuple, dict) else self._constant_name(container_type)
+        if not isinstance(value, dict):
+            self._record(BoundSymbol(CHECK_CONTAINER, (expression, type_name, "len", len(value))))
+        elif not value:
+            self._record(BoundSymbol(CHECK_CONTAINER, (expression, type_name, "empty", None)))
+        elif all(type(key) in (str, int) for key in value):
+            self._record(BoundSymbol(CHECK_CONTAINER, (expression, type_name, "keys", repr(tuple(value)))))
+        else:
+            self._record(BoundSymbol(CHECK_CONTAINER, (expression, type_name, "type", None)))
+            keys = tuple(value)
+            self._record(BoundSymbol(CHECK_KEYS, (f"tuple({expression})", self._constant_name(keys), _shown(keys))))
 
     def add_number(self, value: int | float, source: Source, name: str | None = None) -> NumberProxy:
         """The computation input standing for a Python number (``cache="symbolic values"``).
@@ -284,7 +314,9 @@ class PrologueBuilder:
         self._record(BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value), _shown(value))))
 
     def finish(self) -> Trace:
-        expression_index = {UNPACK: 0, CHECK_VALUE: 0, CHECK_IDENTITY: 0, CHECK_EMPTY: 0, CHECK_KEYS: 0}
+        expression_index = {
+            UNPACK: 0, CHECK_VALUE: 0, CHECK_IDENTITY: 0, CHECK_EMPTY: 0, CHECK_KEYS: 0, CHECK_CONTAINER: 0
+        }  # fmt: skip
         self.prologue.bound_symbols[:] = hoist_repeated_fetches(
             self.prologue.bound_symbols, expression_index, self._fetch_name
         )

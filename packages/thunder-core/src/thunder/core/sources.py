@@ -27,6 +27,7 @@ __all__ = [
     "CallSource",
     "TypeSource",
     "HasAttributeSource",
+    "StoredItemSource",
 ]
 
 
@@ -132,6 +133,18 @@ class ItemSource(Source):
 
     def describe(self) -> str:
         return f"{self.base.describe()}[{self.key!r}]"
+
+
+@dataclass(frozen=True, eq=False)
+class StoredItemSource(ItemSource):
+    """An item as stored in a dict, list or tuple whose subclass overrides ``__getitem__``: the
+    override may compute a new value on every read (transformers' ``ACT2FN`` builds a module)."""
+
+    container: type = dict  # dict, list or tuple
+
+    def expression(self, constant_name: Any) -> str:
+        key = repr(self.key) if type(self.key) in (int, str) else constant_name(self.key)
+        return f"{self.container.__name__}.__getitem__({self.base.expression(constant_name)}, {key})"
 
 
 @dataclass(frozen=True, eq=False)

@@ -52,10 +52,10 @@ from thunder.core.pytree import tree_leaves
 from thunder.core.sources import (
     AttributeSource,
     ItemSource,
-    KeysSource,
     LengthSource,
     ModuleEntrySource,
     Source,
+    StoredItemSource,
     TypeSource,
 )
 
@@ -75,8 +75,6 @@ IDENTITY_TYPES = (
     torch.nn.Module,
     enum.Enum,
 )
-# Dict keys compared by value in the keys check; keys of any other kind are compared by identity.
-_VALUE_KEY_TYPES = (str, int)
 
 
 class UnguardableValueError(TypeError):
@@ -159,7 +157,6 @@ class ValueGuards:
         if isinstance(value, dict):
             return self._dict(value, source)
         if isinstance(value, (tuple, list)):
-            self.builder.add_identity_guard(value_type, TypeSource(source))
             return self._sequence(value, source)
         if value_type is functools.partial:
             return self._partial(value, source)
@@ -210,8 +207,9 @@ class ValueGuards:
         known = self._memo(value)
         if known is not None:
             return known
-        self.builder.add_value_guard(len(value), LengthSource(source))
-        loaded = [self.load(item, ItemSource(source, i)) for i, item in enumerate(value)]
+        self.builder.add_container_guard(value, source)
+        item_source = _item_source(value)
+        loaded = [self.load(item, item_source(source, i)) for i, item in enumerate(value)]
         result = value
         if any(new is not old for new, old in zip(loaded, value)):
             result = _rebuild_sequence(value, loaded)
@@ -222,16 +220,11 @@ class ValueGuards:
         known = self._memo(value)
         if known is not None:
             return known
-        if type(value) is not dict:
-            self.builder.add_identity_guard(type(value), TypeSource(source))
-        keys = tuple(value)
-        if all(type(key) in _VALUE_KEY_TYPES for key in keys):
-            self.builder.add_value_guard(keys, KeysSource(source))
-        else:
-            self.builder.add_keys_guard(keys, KeysSource(source))
-        items = {key: self.load(item, ItemSource(source, key)) for key, item in value.items()}
+        self.builder.add_container_guard(value, source)
+        item_source = _item_source(value)
+        items = {key: self.load(item, item_source(source, key)) for key, item in dict.items(value)}
         result: Any = value
-        if any(items[key] is not item for key, item in value.items()):
+        if any(items[key] is not item for key, item in dict.items(value)):
             result = _rebuild_dict(value, items)
         self._containers[id(value)] = (value, result)
         return result
@@ -258,6 +251,16 @@ class ValueGuards:
         if _read_from_python_module(source, self._python_modules):
             return  # torch.nn.functional.relu: a Python module's functions are taken as they are
         self.builder.add_identity_guard(value, source)
+
+
+def _item_source(container: Any) -> Callable[[Source, Any], Source]:
+    """How the prologue fetches an item: ``base[key]``, or past a subclass's own ``__getitem__``."""
+    for base in (dict, list, tuple):
+        if isinstance(container, base):
+            if type(container).__getitem__ is base.__getitem__:
+                return ItemSource
+            return functools.partial(StoredItemSource, container=base)
+    return ItemSource
 
 
 def _read_from_python_module(source: Source, python_modules: set[int]) -> bool:
