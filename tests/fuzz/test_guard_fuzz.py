@@ -1,0 +1,52 @@
+"""Guard fuzzing: one jitted function called with changing Python values, against eager PyTorch.
+
+Each case (``guard_programs.py``) reads one value -- a shape, an index, a branch condition, a loop
+count, a number, a dtype or device, a config dict, a callable -- nested in a container or not,
+reached as an argument, a global, a closure cell or an attribute, and calls one ``thunder.jit``-ted
+function with a sequence of values (same kind, other value; other kind). Every call must return
+eager's answer or raise eager's exception type: the prologue must check every value the trace was
+built on. Both cache modes run. The default run uses the derandomized "ci" budget (1000 cases a test);
+``THUNDER_FUZZ_PROFILE=long python -m pytest tests/fuzz -m slow`` runs ``THUNDER_FUZZ_EXAMPLES``
+new random cases.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fuzz_check import FUZZ_SETTINGS, PROFILE
+from guard_check import check_case, guard_counts
+from guard_programs import GuardCase, guard_cases
+from hypothesis import given, note, settings
+
+# a case is cheap (a few small compiles): the "ci" budget runs more of them than fuzz_check's default
+GUARD_SETTINGS = settings(FUZZ_SETTINGS, max_examples=1000) if PROFILE == "ci" else FUZZ_SETTINGS
+_long = pytest.mark.skipif(PROFILE != "long", reason="the long budget runs with THUNDER_FUZZ_PROFILE=long")
+
+
+def _check(case: GuardCase) -> None:
+    note(case.describe())
+    check_case(case)
+
+
+@GUARD_SETTINGS
+@given(guard_cases(cache="constant values"))
+def test_changing_values_match_eager(case: GuardCase) -> None:
+    _check(case)
+
+
+@GUARD_SETTINGS
+@given(guard_cases(cache="symbolic values"))
+def test_changing_values_match_eager_symbolic_cache(case: GuardCase) -> None:
+    _check(case)
+
+
+@pytest.mark.slow
+@_long
+@FUZZ_SETTINGS
+@given(guard_cases())
+def test_guards_long_budget(case: GuardCase) -> None:
+    _check(case)
+
+
+def teardown_module() -> None:
+    print(f"\nthunder guard fuzz ({PROFILE}): {guard_counts}")
