@@ -31,6 +31,7 @@ from thunder.core.pipeline import compile_data, compile_stats  # noqa: E402
 from thunder.core.trace import Trace  # noqa: E402
 from thunder.examine import ExamineReport, examine  # noqa: E402
 from thunder.interpreter import interpreter_frontend  # noqa: E402
+from thunder.interpreter.version import check_python_version  # noqa: E402
 
 __all__ = [
     "examine",
@@ -101,6 +102,7 @@ def jit(
         y = jmodel(torch.randn(3, 4))
         print(thunder.last_traces(jmodel)[-1])
     """
+    check_python_version()  # refused here, not at the first call, on a Python the interpreter does not know
     jitted = _pipeline.jit(
         fn,
         frontend=interpreter_frontend,

@@ -24,7 +24,18 @@ def test_thunder_dependencies(distribution) -> None:
     assert project["name"] == distribution.name
     declared = {requirement_name(r) for r in project.get("dependencies", [])}
     assert {n for n in declared if n.startswith("thunder")} == set(distribution.thunder_dependencies)
-    assert project["requires-python"] == ">=3.10"
+    assert_python_versions_are_the_supported_ones(project)
+
+
+def assert_python_versions_are_the_supported_ones(project: dict) -> None:
+    """requires-python and the classifiers name exactly the versions the interpreter runs (and nox tests)."""
+    from thunder.interpreter.version import SUPPORTED_PYTHON_VERSIONS
+
+    oldest, newest = SUPPORTED_PYTHON_VERSIONS[0], SUPPORTED_PYTHON_VERSIONS[-1]
+    assert project["requires-python"] == f">={oldest[0]}.{oldest[1]},<{newest[0]}.{newest[1] + 1}"
+    prefix = "Programming Language :: Python :: 3."
+    classified = {c.removeprefix(prefix) for c in project.get("classifiers", []) if c.startswith(prefix)}
+    assert classified == {str(minor) for _, minor in SUPPORTED_PYTHON_VERSIONS}
 
 
 def test_sub_distribution_layout(sub_distribution) -> None:

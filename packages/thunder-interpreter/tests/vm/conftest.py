@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from thunder.interpreter.vm import InterpreterHooks, interpret
+from thunder.interpreter.vm.errors import qualname_of
 
 
 class LoggingHooks(InterpreterHooks):
@@ -39,7 +40,7 @@ def check(fn: Any, *args: Any, **kwargs: Any) -> Any:
     interpreted = {record[0] for record in hooks.instruction_log}
     code = getattr(fn, "__code__", None)
     if code is not None:
-        assert code.co_qualname in interpreted
+        assert qualname_of(code, fn) in interpreted
     return actual
 
 

@@ -145,7 +145,7 @@ def interpret_function(context: Any, function: FunctionType, args: tuple, kwargs
 
 
 def _async_error(context: Any, function: FunctionType) -> InterpreterError:
-    from thunder.interpreter.vm.errors import location_of
+    from thunder.interpreter.vm.errors import location_of, qualname_of
 
     code = function.__code__
     where = f"{code.co_filename}:{code.co_firstlineno}"
@@ -155,7 +155,7 @@ def _async_error(context: Any, function: FunctionType) -> InterpreterError:
         called_from = f", called at {location_of(caller, caller.current_op())}"
     return InterpreterError(
         f"thunder's interpreter does not support async functions or coroutines: "
-        f"{code.co_qualname} defined at {where}{called_from}"
+        f"{qualname_of(code, function)} defined at {where}{called_from}"
     )
 
 

@@ -10,10 +10,28 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-__all__ = ["HANDLERS", "handles", "NULL", "RETURN", "YIELD", "PY311", "PY312"]
+__all__ = [
+    "HANDLERS",
+    "handles",
+    "NULL",
+    "RETURN",
+    "YIELD",
+    "VERSION",
+    "PY310",
+    "PY311",
+    "PY312",
+    "PY313",
+    "NULL_AFTER_CALLABLE",
+]
 
-PY311 = sys.version_info[:2] == (3, 11)
-PY312 = sys.version_info[:2] == (3, 12)
+# The running Python's (major, minor): the bytecode the VM reads is this version's.
+VERSION: tuple[int, int] = (sys.version_info[0], sys.version_info[1])
+PY310 = VERSION == (3, 10)
+PY311 = VERSION == (3, 11)
+PY312 = VERSION == (3, 12)
+PY313 = VERSION == (3, 13)
+# Calls take two stack slots from 3.11 on: ``NULL, callable`` until 3.12, ``callable, NULL`` from 3.13.
+NULL_AFTER_CALLABLE = VERSION >= (3, 13)
 
 HANDLERS: dict[str, Callable] = {}
 
@@ -44,11 +62,20 @@ RETURN = _Signal("RETURN")
 YIELD = _Signal("YIELD")
 
 
-def handles(*opnames: str, only: tuple[int, int] | None = None) -> Callable:
-    """Register a handler for ``opnames``; ``only`` restricts it to one Python version."""
+def handles(
+    *opnames: str,
+    since: tuple[int, int] | None = None,
+    until: tuple[int, int] | None = None,
+) -> Callable:
+    """Register a handler for ``opnames`` on the Python versions ``since`` .. ``until`` (both
+    inclusive). An opcode whose meaning changed between versions gets one small handler per
+    meaning, each registered for its versions; the table holds only the running version's.
+    """
+    first = since or (3, 0)
+    last = until or (3, 99)
 
     def register(handler: Callable) -> Callable:
-        if only is None or sys.version_info[:2] == only:
+        if first <= VERSION <= last:
             for opname in opnames:
                 HANDLERS[opname] = handler
         return handler

@@ -9,7 +9,23 @@ from __future__ import annotations
 import linecache
 from typing import Any
 
-__all__ = ["InterpreterError", "location_of", "describe_location", "unsupported", "annotate_exception"]
+__all__ = [
+    "InterpreterError",
+    "location_of",
+    "describe_location",
+    "unsupported",
+    "annotate_exception",
+    "qualname_of",
+]
+
+
+def qualname_of(code: Any, function: Any = None) -> str:
+    """A code object's qualified name. 3.10 code objects know only their short name: there the
+    function's ``__qualname__`` stands in."""
+    qualname = getattr(code, "co_qualname", None)
+    if qualname is None:
+        qualname = getattr(function, "__qualname__", code.co_name)
+    return qualname
 
 
 class InterpreterError(RuntimeError):
@@ -41,7 +57,20 @@ def annotate_exception(frame: Any, op: Any, exc: BaseException) -> None:
     code = frame.code
     lineno = op.lineno if op is not None else code.co_firstlineno
     line = linecache.getline(code.co_filename, lineno or 0).strip()
+    note = f"  thunder: in {qualname_of(code, frame.function)} at {code.co_filename}:{lineno}: {line}"
     try:
-        exc.add_note(f"  thunder: in {code.co_qualname} at {code.co_filename}:{lineno}: {line}")
+        _add_note(exc, note)
     except Exception:  # an exception type that refuses notes still propagates unchanged
         pass
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+        return
+    # 3.10 has no add_note (PEP 678); its __notes__ list is what 3.11's traceback prints
+    notes = getattr(exc, "__notes__", None)
+    if notes is None:
+        notes = []
+        exc.__notes__ = notes  # type: ignore[attr-defined]
+    notes.append(note)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from thunder.interpreter.vm.dispatch import PY311, YIELD
+from thunder.interpreter.vm.dispatch import PY310, PY311, VERSION, YIELD
+from thunder.interpreter.vm.errors import qualname_of
 from thunder.interpreter.vm.loop import run_frame
 
 __all__ = ["InterpretedGenerator"]
@@ -34,7 +35,7 @@ class InterpretedGenerator:
         return self._running
 
     def __repr__(self) -> str:
-        return f"<interpreted generator {self._frame.code.co_qualname}>"
+        return f"<interpreted generator {qualname_of(self._frame.code, self._frame.function)}>"
 
     def __iter__(self) -> InterpretedGenerator:
         return self
@@ -91,6 +92,8 @@ class InterpretedGenerator:
         try:
             return throw(exc)
         except StopIteration as stop:
+            if PY310:
+                return self._finish_delegation_310(stop.value)
             if PY311:
                 return self._finish_delegation_311(stop.value)
             return self._resume(stop)
@@ -106,6 +109,14 @@ class InterpretedGenerator:
         frame.index = send.target
         return self._resume(None)
 
+    def _finish_delegation_310(self, value: Any) -> Any:
+        """The delegate returned: the result replaces it and the frame goes on after YIELD_FROM."""
+        frame = self._frame
+        frame.stack.pop()
+        frame.stack.append(value)
+        frame.index += 1
+        return self._resume(None)
+
     def _resume(self, thrown: BaseException | None) -> Any:
         if self._running:
             raise ValueError("generator already executing")
@@ -117,7 +128,7 @@ class InterpretedGenerator:
             signal = run_frame(frame, thrown)
         except StopIteration as stop:
             self._finished = True
-            if PY311:
+            if VERSION < (3, 12):  # 3.12+ compiles this conversion into the generator's code
                 raise RuntimeError("generator raised StopIteration") from stop
             raise
         except BaseException:
@@ -134,10 +145,16 @@ class InterpretedGenerator:
         raise StopIteration(frame.result)
 
 
+_RESUME_WHERE = 3  # RESUME's low bits say where it resumes: 2 and 3 after yield from / await
+
+
 def _yield_from_delegate(frame: Any) -> Any:
-    """The sub-iterator when suspended inside ``yield from`` (next op is RESUME 2 or 3)."""
+    """The sub-iterator when suspended inside ``yield from``: the next op is RESUME 2 or 3 (3.11+),
+    or the YIELD_FROM that runs again on resume (3.10)."""
     next_op = frame.ops[frame.index] if frame.index < len(frame.ops) else None
-    if next_op is not None and next_op.opname == "RESUME" and next_op.arg >= 2 and frame.stack:
+    if next_op is None or not frame.stack:
+        return None
+    if next_op.opname == "YIELD_FROM" or (next_op.opname == "RESUME" and next_op.arg & _RESUME_WHERE >= 2):
         return frame.stack[-1]
     return None
 

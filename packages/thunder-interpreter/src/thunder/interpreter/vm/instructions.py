@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import CodeType
 from typing import Any
 
-from thunder.interpreter.vm.dispatch import HANDLERS
+from thunder.interpreter.vm.dispatch import HANDLERS, PY310
 
 __all__ = ["Op", "DecodedCode", "decode"]
 
@@ -56,8 +56,11 @@ class DecodedCode:
         self.code = code
         self.ops = ops
         self.offset_to_index = offset_to_index
-        extra_cells = [name for name in code.co_cellvars if name not in code.co_varnames]
-        self.local_count = len(code.co_varnames) + len(extra_cells) + len(code.co_freevars)
+        if PY310:  # every cell has its own slot, even an argument's (copied into it at the call)
+            cell_slots = list(code.co_cellvars)
+        else:  # 3.11+: an argument's cell replaces the argument in its slot
+            cell_slots = [name for name in code.co_cellvars if name not in code.co_varnames]
+        self.local_count = len(code.co_varnames) + len(cell_slots) + len(code.co_freevars)
         self.free_offset = self.local_count - len(code.co_freevars)
 
 
@@ -85,21 +88,43 @@ def _decode(code: CodeType) -> DecodedCode:
         op.argval = instruction.argval
         op.argrepr = instruction.argrepr
         op.offset = instruction.offset
-        positions = instruction.positions
-        if positions is not None and positions.lineno is not None:
-            lineno = positions.lineno
+        lineno = _line_of(instruction, lineno)
         op.lineno = lineno
         op.handler = HANDLERS.get(op.opname) or fallback_handler(op.opname)
         op.target = instruction.argval if instruction.opcode in _JUMP_OPCODES else None
         op.index = len(ops)
         offset_to_index[op.offset] = op.index
         ops.append(op)
-    entries = _parse_exception_table(code.co_exceptiontable)
+    if PY310:
+        _index_cells_as_locals(code, ops)
+    # 3.10 has no exception table: its SETUP_FINALLY blocks are kept at run time (opcodes_blocks.py).
+    entries = [] if PY310 else _parse_exception_table(code.co_exceptiontable)
     for op in ops:
         if op.target is not None:
             op.target = offset_to_index[op.target]
         op.exception_entry = _entry_for(op.offset, entries, offset_to_index)
     return DecodedCode(code, ops, offset_to_index)
+
+
+def _line_of(instruction: dis.Instruction, previous: int | None) -> int | None:
+    """The source line of an instruction: the last line started at or before it."""
+    positions = getattr(instruction, "positions", None)  # 3.11+
+    if positions is not None:
+        return positions.lineno if positions.lineno is not None else previous
+    started = instruction.starts_line  # 3.10: the line number, on the first instruction of a line
+    return started if started is not None else previous
+
+
+_CELL_OPCODES = frozenset({"LOAD_CLOSURE", "LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF"})
+
+
+def _index_cells_as_locals(code: CodeType, ops: list[Op]) -> None:
+    """3.10 numbers cells and free variables from the first cell; the handlers (written for
+    3.11+) index them among the fast locals, which come first."""
+    first_cell = len(code.co_varnames)
+    for op in ops:
+        if op.opname in _CELL_OPCODES:
+            op.arg += first_cell
 
 
 def _entry_for(offset: int, entries: list, offset_to_index: dict[int, int]) -> Any:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from thunder.interpreter.vm.errors import InterpreterError, annotate_exception
+from thunder.interpreter.vm.dispatch import PY310
+from thunder.interpreter.vm.errors import InterpreterError, annotate_exception, qualname_of
 from thunder.interpreter.vm.frame import Frame
+from thunder.interpreter.vm.opcodes_blocks import unwind_to_handler
 
 __all__ = ["run_frame"]
 
@@ -32,11 +34,12 @@ def _loop(frame: Frame) -> Any:
     ops = frame.ops
     log = frame.context.hooks.instruction_log
     code = frame.code
+    qualname = qualname_of(code, frame.function)
     while True:
         op = ops[frame.index]
         frame.index += 1
         if log is not None:
-            log.append((code.co_qualname, code.co_filename, op.lineno, op.opname, op.argrepr))
+            log.append((qualname, code.co_filename, op.lineno, op.opname, op.argrepr))
         try:
             signal = op.handler(frame, op)
         except BaseException as exc:
@@ -62,6 +65,8 @@ def _handle_exception(frame: Frame, op: Any, exc: BaseException, fresh: bool) ->
             context.propagating = None
         elif fresh:
             context.chain(exc)
+    if PY310:
+        return unwind_to_handler(frame, exc)
     entry = op.exception_entry
     if entry is None:
         return False

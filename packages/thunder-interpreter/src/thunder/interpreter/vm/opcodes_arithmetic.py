@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from thunder.interpreter.vm.calls import call, lookup_type
-from thunder.interpreter.vm.dispatch import handles
+from thunder.interpreter.vm.dispatch import PY313, handles
 from thunder.interpreter.vm.operators import (
     binary_operation,
     compare,
@@ -22,12 +23,32 @@ def binary_op(frame: Any, op: Any) -> None:
     stack[-1] = binary_operation(frame.context, op.arg, stack[-1], right)
 
 
+# 3.10's one opcode per operator, in BINARY_OP's operand order (0-12; +13 for the in-place form).
+_OPERATOR_NAMES_310 = (
+    "ADD AND FLOOR_DIVIDE LSHIFT MATRIX_MULTIPLY MULTIPLY MODULO OR POWER RSHIFT SUBTRACT TRUE_DIVIDE XOR"
+).split()
+
+
+def _binary_handler_310(index: int) -> Callable[[Any, Any], None]:
+    def handler(frame: Any, op: Any) -> None:
+        stack = frame.stack
+        right = stack.pop()
+        stack[-1] = binary_operation(frame.context, index, stack[-1], right)
+
+    return handler
+
+
+for _index, _name in enumerate(_OPERATOR_NAMES_310):
+    handles(f"BINARY_{_name}", until=(3, 10))(_binary_handler_310(_index))
+    handles(f"INPLACE_{_name}", until=(3, 10))(_binary_handler_310(_index + 13))
+
+
 @handles("UNARY_NEGATIVE")
 def unary_negative(frame: Any, op: Any) -> None:
     frame.stack[-1] = unary_operation(frame.context, "__neg__", frame.stack[-1])
 
 
-@handles("UNARY_POSITIVE", only=(3, 11))
+@handles("UNARY_POSITIVE", until=(3, 11))
 def unary_positive(frame: Any, op: Any) -> None:
     frame.stack[-1] = unary_operation(frame.context, "__pos__", frame.stack[-1])
 
@@ -42,11 +63,22 @@ def unary_not(frame: Any, op: Any) -> None:
     frame.stack[-1] = not truth(frame.context, frame.stack[-1])
 
 
+@handles("TO_BOOL", since=(3, 13))
+def to_bool(frame: Any, op: Any) -> None:
+    frame.stack[-1] = truth(frame.context, frame.stack[-1])
+
+
+_COMPARE_TO_BOOL = 16  # 3.13: a comparison feeding a branch also converts its result to bool
+
+
 @handles("COMPARE_OP")
 def compare_op(frame: Any, op: Any) -> None:
     stack = frame.stack
     right = stack.pop()
-    stack[-1] = compare(frame.context, op.argval, stack[-1], right)
+    result = compare(frame.context, op.argval, stack[-1], right)
+    if PY313 and op.arg & _COMPARE_TO_BOOL:
+        result = truth(frame.context, result)
+    stack[-1] = result
 
 
 @handles("IS_OP")

@@ -6,20 +6,31 @@ from typing import Any
 
 from thunder.interpreter.vm.attributes import load_attribute, load_method
 from thunder.interpreter.vm.calls import call
-from thunder.interpreter.vm.dispatch import NULL, PY312, handles
+from thunder.interpreter.vm.dispatch import NULL, NULL_AFTER_CALLABLE, handles
 
 
-@handles("LOAD_ATTR")
+@handles("LOAD_ATTR", until=(3, 11))
 def load_attr(frame: Any, op: Any) -> None:
     stack = frame.stack
+    stack.append(load_attribute(frame.context, stack.pop(), op.argval))
+
+
+@handles("LOAD_ATTR", since=(3, 12))
+def load_attr_or_method(frame: Any, op: Any) -> None:
+    """3.12+: the low bit asks for a method load (two stack slots for the CALL that follows)."""
+    stack = frame.stack
     obj = stack.pop()
-    if PY312 and op.arg & 1:
-        stack.extend(load_method(frame.context, obj, op.argval))
-    else:
+    if not op.arg & 1:
         stack.append(load_attribute(frame.context, obj, op.argval))
+        return
+    first, second = load_method(frame.context, obj, op.argval)
+    if first is NULL and NULL_AFTER_CALLABLE:
+        first, second = second, NULL
+    stack.append(first)
+    stack.append(second)
 
 
-@handles("LOAD_METHOD", only=(3, 11))
+@handles("LOAD_METHOD", until=(3, 11))
 def load_method_311(frame: Any, op: Any) -> None:
     stack = frame.stack
     stack.extend(load_method(frame.context, stack.pop(), op.argval))
@@ -41,10 +52,13 @@ def store_attr(frame: Any, op: Any) -> None:
 
 @handles("DELETE_ATTR")
 def delete_attr(frame: Any, op: Any) -> None:
-    delattr(frame.stack.pop(), op.argval)
+    obj = frame.stack.pop()
+    if frame.context.provenance.source_of(obj) is not None:  # an object that outlives the call
+        frame.context.hooks.on_delete_attr(obj, op.argval)
+    delattr(obj, op.argval)
 
 
-@handles("LOAD_SUPER_ATTR", only=(3, 12))
+@handles("LOAD_SUPER_ATTR", since=(3, 12))
 def load_super_attr(frame: Any, op: Any) -> None:
     stack = frame.stack
     self_value = stack.pop()
@@ -55,9 +69,13 @@ def load_super_attr(frame: Any, op: Any) -> None:
     else:
         arguments = (cls, self_value) if op.arg & 2 else ()
         proxy = call(frame.context, global_super, arguments, {})
-    if op.arg & 1:
-        stack.append(NULL)
-    stack.append(load_attribute(frame.context, proxy, op.argval))
+    value = load_attribute(frame.context, proxy, op.argval)
+    if not op.arg & 1:
+        stack.append(value)
+    elif NULL_AFTER_CALLABLE:
+        stack.extend((value, NULL))
+    else:
+        stack.extend((NULL, value))
 
 
 @handles("IMPORT_NAME")

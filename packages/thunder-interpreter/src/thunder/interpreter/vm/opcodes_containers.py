@@ -6,7 +6,7 @@ from typing import Any
 
 from thunder.core.sources import ItemSource
 from thunder.interpreter.vm.calls import _MUTABLE_CONTAINERS, call, lookup_type, report_mutation
-from thunder.interpreter.vm.dispatch import handles
+from thunder.interpreter.vm.dispatch import NULL_AFTER_CALLABLE, handles
 from thunder.interpreter.vm.iteration import iterate_all
 from thunder.interpreter.vm.operators import has_user_dunder
 
@@ -93,7 +93,7 @@ def set_update(frame: Any, op: Any) -> None:
     frame.stack[-op.arg].update(iterate_all(frame.context, iterable))
 
 
-@handles("LIST_TO_TUPLE", only=(3, 11))
+@handles("LIST_TO_TUPLE", until=(3, 11))
 def list_to_tuple(frame: Any, op: Any) -> None:
     frame.stack[-1] = tuple(frame.stack[-1])
 
@@ -119,7 +119,8 @@ def _function_description(function: Any) -> str:
 def dict_merge(frame: Any, op: Any) -> None:
     update = frame.stack.pop()
     target = frame.stack[-op.arg]
-    function = frame.stack[-op.arg - 2]
+    # the callable (for the error message) lies under the positional arguments, and on 3.13 a NULL
+    function = frame.stack[-op.arg - (3 if NULL_AFTER_CALLABLE else 2)]
     name = _function_description(function)
     if not hasattr(update, "keys"):
         raise TypeError(f"{name}() argument after ** must be a mapping, not {type(update).__name__}")
@@ -207,7 +208,7 @@ def delete_subscr(frame: Any, op: Any) -> None:
     del container[key]
 
 
-@handles("BINARY_SLICE", only=(3, 12))
+@handles("BINARY_SLICE", since=(3, 12))
 def binary_slice(frame: Any, op: Any) -> None:
     stack = frame.stack
     end = stack.pop()
@@ -215,7 +216,7 @@ def binary_slice(frame: Any, op: Any) -> None:
     stack[-1] = subscript(frame.context, stack[-1], slice(start, end))
 
 
-@handles("STORE_SLICE", only=(3, 12))
+@handles("STORE_SLICE", since=(3, 12))
 def store_slice(frame: Any, op: Any) -> None:
     stack = frame.stack
     end = stack.pop()
@@ -227,7 +228,11 @@ def store_slice(frame: Any, op: Any) -> None:
 _CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
 
 
-@handles("FORMAT_VALUE")
+def _format(value: Any, spec: str) -> str:
+    return value if type(value) is str and not spec else format(value, spec)
+
+
+@handles("FORMAT_VALUE", until=(3, 12))
 def format_value(frame: Any, op: Any) -> None:
     stack = frame.stack
     spec = stack.pop() if op.arg & 0x04 else ""
@@ -235,4 +240,23 @@ def format_value(frame: Any, op: Any) -> None:
     conversion = _CONVERSIONS[op.arg & 0x03]
     if conversion is not None:
         value = conversion(value)
-    stack.append(value if type(value) is str and not spec else format(value, spec))
+    stack.append(_format(value, spec))
+
+
+# 3.13 splits FORMAT_VALUE into its conversion and its formatting with or without a spec.
+@handles("CONVERT_VALUE", since=(3, 13))
+def convert_value(frame: Any, op: Any) -> None:
+    conversion = _CONVERSIONS[op.arg]
+    assert conversion is not None, "CONVERT_VALUE always names a conversion"
+    frame.stack[-1] = conversion(frame.stack[-1])
+
+
+@handles("FORMAT_SIMPLE", since=(3, 13))
+def format_simple(frame: Any, op: Any) -> None:
+    frame.stack[-1] = _format(frame.stack[-1], "")
+
+
+@handles("FORMAT_WITH_SPEC", since=(3, 13))
+def format_with_spec(frame: Any, op: Any) -> None:
+    spec = frame.stack.pop()
+    frame.stack[-1] = _format(frame.stack[-1], spec)

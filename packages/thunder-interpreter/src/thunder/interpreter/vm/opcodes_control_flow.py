@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from thunder.interpreter.vm.dispatch import PY312, handles
+from thunder.interpreter.vm.dispatch import VERSION, handles
 from thunder.interpreter.vm.iteration import get_iterator, next_value
 from thunder.interpreter.vm.operators import truth
 
+END_FOR_AFTER_LOOP = VERSION >= (3, 12)
 
-@handles("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT")
+
+# dis gives every jump's target as an offset whether the argument counts bytes (3.11+) or
+# instructions (3.10) and whether it is relative or absolute; decoding turned that into an index.
+@handles(
+    "JUMP_FORWARD",
+    "JUMP_BACKWARD",
+    "JUMP_BACKWARD_NO_INTERRUPT",
+    "JUMP",
+    "JUMP_NO_INTERRUPT",
+    "JUMP_ABSOLUTE",
+)
 def jump(frame: Any, op: Any) -> None:
     frame.index = op.target
 
@@ -42,7 +53,7 @@ def pop_jump_if_not_none(frame: Any, op: Any) -> None:
         frame.index = op.target
 
 
-@handles("JUMP_IF_FALSE_OR_POP", only=(3, 11))
+@handles("JUMP_IF_FALSE_OR_POP", until=(3, 11))
 def jump_if_false_or_pop(frame: Any, op: Any) -> None:
     if truth(frame.context, frame.stack[-1]):
         frame.stack.pop()
@@ -50,7 +61,7 @@ def jump_if_false_or_pop(frame: Any, op: Any) -> None:
         frame.index = op.target
 
 
-@handles("JUMP_IF_TRUE_OR_POP", only=(3, 11))
+@handles("JUMP_IF_TRUE_OR_POP", until=(3, 11))
 def jump_if_true_or_pop(frame: Any, op: Any) -> None:
     if truth(frame.context, frame.stack[-1]):
         frame.index = op.target
@@ -69,9 +80,9 @@ def for_iter(frame: Any, op: Any) -> None:
     try:
         stack.append(next_value(frame.context, stack[-1]))
     except StopIteration:
-        if PY312:
-            # 3.12 jumps past END_FOR after popping the iterator; landing on END_FOR with a
-            # placeholder pushed is equivalent.
+        if END_FOR_AFTER_LOOP:
+            # 3.12+ jumps past END_FOR (3.13: and the POP_TOP after it) after popping the
+            # iterator; landing on END_FOR with a placeholder pushed is equivalent.
             stack.append(None)
         else:
             stack.pop()

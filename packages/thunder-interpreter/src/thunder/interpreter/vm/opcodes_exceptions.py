@@ -1,4 +1,5 @@
-"""Raising and handling exceptions, and with-statements (3.11+ exception-table model)."""
+"""Raising and handling exceptions, and with-statements (3.11+ exception-table model; 3.10's
+block stack is in opcodes_blocks.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from thunder.interpreter.vm.calls import MISSING, call, lookup_type
 from thunder.interpreter.vm.dispatch import handles
 
 
-@handles("PUSH_EXC_INFO")
+@handles("PUSH_EXC_INFO", since=(3, 11))
 def push_exc_info(frame: Any, op: Any) -> None:
     stack = frame.stack
     value = stack.pop()
@@ -19,27 +20,27 @@ def push_exc_info(frame: Any, op: Any) -> None:
     stack.append(value)
 
 
-@handles("POP_EXCEPT")
+@handles("POP_EXCEPT", since=(3, 11))
 def pop_except(frame: Any, op: Any) -> None:
     frame.context.exception_slots[-1] = frame.stack.pop()
 
 
-@handles("CHECK_EXC_MATCH")
+@handles("CHECK_EXC_MATCH", since=(3, 11))
 def check_exc_match(frame: Any, op: Any) -> None:
     stack = frame.stack
     expected = stack.pop()
-    _check_catchable(expected)
+    check_catchable(expected)
     stack.append(isinstance(stack[-1], expected))
 
 
-def _check_catchable(expected: Any) -> None:
+def check_catchable(expected: Any) -> None:
     classes = expected if isinstance(expected, tuple) else (expected,)
     for cls in classes:
         if not (isinstance(cls, type) and issubclass(cls, BaseException)):
             raise TypeError("catching classes that do not inherit from BaseException is not allowed")
 
 
-@handles("RERAISE")
+@handles("RERAISE", since=(3, 11))
 def reraise(frame: Any, op: Any) -> None:
     exc = frame.stack.pop()
     frame.context.reraising = exc
@@ -81,7 +82,7 @@ def _instantiate(context: Any, value: Any, message: str) -> BaseException:
     return value
 
 
-def _bind_special(context: Any, manager: Any, name: str) -> Any:
+def bind_special(context: Any, manager: Any, name: str) -> Any:
     method = lookup_type(type(manager), name)
     if method is MISSING:
         return MISSING
@@ -91,12 +92,12 @@ def _bind_special(context: Any, manager: Any, name: str) -> Any:
     return getter(method, manager, type(manager)) if getter is not None else method
 
 
-@handles("BEFORE_WITH")
+@handles("BEFORE_WITH", since=(3, 11))
 def before_with(frame: Any, op: Any) -> None:
     stack = frame.stack
     manager = stack.pop()
-    enter = _bind_special(frame.context, manager, "__enter__")
-    exit_method = _bind_special(frame.context, manager, "__exit__")
+    enter = bind_special(frame.context, manager, "__enter__")
+    exit_method = bind_special(frame.context, manager, "__exit__")
     if enter is MISSING or exit_method is MISSING:
         hint = " (missed __exit__ method)" if enter is not MISSING else ""
         raise TypeError(
@@ -106,7 +107,7 @@ def before_with(frame: Any, op: Any) -> None:
     stack.append(call(frame.context, enter, (), {}))
 
 
-@handles("WITH_EXCEPT_START")
+@handles("WITH_EXCEPT_START", since=(3, 11))
 def with_except_start(frame: Any, op: Any) -> None:
     stack = frame.stack
     exc = stack[-1]

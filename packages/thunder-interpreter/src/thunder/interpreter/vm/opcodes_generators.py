@@ -6,7 +6,7 @@ from types import GeneratorType
 from typing import Any
 
 from thunder.interpreter.vm.calls import call
-from thunder.interpreter.vm.dispatch import PY312, YIELD, handles
+from thunder.interpreter.vm.dispatch import VERSION, YIELD, handles
 from thunder.interpreter.vm.iteration import get_iterator, next_value
 
 
@@ -43,7 +43,7 @@ def send(frame: Any, op: Any) -> None:
         else:
             result = call(frame.context, receiver.send, (value,), {})
     except StopIteration as stop:
-        if PY312:
+        if VERSION >= (3, 12):  # END_SEND at the target pops the receiver
             stack.append(stop.value)
         else:
             stack[-1] = stop.value
@@ -52,13 +52,33 @@ def send(frame: Any, op: Any) -> None:
     stack.append(result)
 
 
-@handles("END_SEND", only=(3, 12))
+@handles("YIELD_FROM", until=(3, 10))
+def yield_from_310(frame: Any, op: Any) -> Any:
+    """3.10's whole ``yield from`` loop in one instruction: it runs again on every resume (which
+    pushes the value sent) until the receiver finishes; its return value replaces the receiver."""
+    stack = frame.stack
+    value = stack.pop()
+    receiver = stack[-1]
+    try:
+        if value is None:
+            result = next_value(frame.context, receiver)
+        else:
+            result = call(frame.context, receiver.send, (value,), {})
+    except StopIteration as stop:
+        stack[-1] = stop.value
+        return None
+    frame.index -= 1
+    frame.result = result
+    return YIELD
+
+
+@handles("END_SEND", since=(3, 12))
 def end_send(frame: Any, op: Any) -> None:
     value = frame.stack.pop()
     frame.stack[-1] = value
 
 
-@handles("CLEANUP_THROW", only=(3, 12))
+@handles("CLEANUP_THROW", since=(3, 12))
 def cleanup_throw(frame: Any, op: Any) -> None:
     stack = frame.stack
     exc = stack.pop()

@@ -6,13 +6,17 @@ from types import CellType
 from typing import Any
 
 from thunder.core.sources import GlobalSource
-from thunder.interpreter.vm.dispatch import NULL, handles
+from thunder.interpreter.vm.dispatch import NULL, PY310, handles
 
 
 def _unbound_local(op: Any) -> UnboundLocalError:
-    return UnboundLocalError(
-        f"cannot access local variable '{op.argval}' where it is not associated with a value"
-    )
+    return _unbound_local_named(op.argval)
+
+
+def _unbound_local_named(name: str) -> UnboundLocalError:
+    if PY310:  # CPython's own wording changed in 3.11; the VM repeats the running version's
+        return UnboundLocalError(f"local variable '{name}' referenced before assignment")
+    return UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value")
 
 
 @handles("LOAD_FAST", "LOAD_FAST_CHECK")
@@ -23,7 +27,35 @@ def load_fast(frame: Any, op: Any) -> None:
     frame.stack.append(value)
 
 
-@handles("LOAD_FAST_AND_CLEAR", only=(3, 12))
+@handles("LOAD_FAST_LOAD_FAST", since=(3, 13))
+def load_fast_load_fast(frame: Any, op: Any) -> None:
+    first, second = op.arg >> 4, op.arg & 15
+    names = op.argval
+    frame.stack.append(_local(frame, first, names[0]))
+    frame.stack.append(_local(frame, second, names[1]))
+
+
+def _local(frame: Any, slot: int, name: str) -> Any:
+    value = frame.locals[slot]
+    if value is NULL:
+        raise _unbound_local_named(name)
+    return value
+
+
+@handles("STORE_FAST_STORE_FAST", since=(3, 13))
+def store_fast_store_fast(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    frame.locals[op.arg >> 4] = stack.pop()
+    frame.locals[op.arg & 15] = stack.pop()
+
+
+@handles("STORE_FAST_LOAD_FAST", since=(3, 13))
+def store_fast_load_fast(frame: Any, op: Any) -> None:
+    frame.locals[op.arg >> 4] = frame.stack.pop()
+    frame.stack.append(_local(frame, op.arg & 15, op.argval[1]))
+
+
+@handles("LOAD_FAST_AND_CLEAR", since=(3, 12))
 def load_fast_and_clear(frame: Any, op: Any) -> None:
     # PEP 709 inlined comprehensions save the outer binding (maybe unbound) and restore it later.
     frame.stack.append(frame.locals[op.arg])
@@ -42,10 +74,22 @@ def delete_fast(frame: Any, op: Any) -> None:
     frame.locals[op.arg] = NULL
 
 
-@handles("LOAD_GLOBAL")
+@handles("LOAD_GLOBAL", since=(3, 11), until=(3, 12))
 def load_global(frame: Any, op: Any) -> None:
-    if op.arg & 1:
+    if op.arg & 1:  # a call follows: its NULL goes first
         frame.stack.append(NULL)
+    frame.stack.append(_load_global_value(frame, op.argval))
+
+
+@handles("LOAD_GLOBAL", since=(3, 13))
+def load_global_313(frame: Any, op: Any) -> None:
+    frame.stack.append(_load_global_value(frame, op.argval))
+    if op.arg & 1:  # a call follows: 3.13 puts its NULL after the callable
+        frame.stack.append(NULL)
+
+
+@handles("LOAD_GLOBAL", until=(3, 10))
+def load_global_310(frame: Any, op: Any) -> None:
     frame.stack.append(_load_global_value(frame, op.argval))
 
 
@@ -138,6 +182,9 @@ def load_deref(frame: Any, op: Any) -> None:
 
 def _unbound_cell(frame: Any, op: Any) -> Exception:
     if op.arg >= frame.decoded.free_offset:
+        if PY310:
+            message = f"free variable '{op.argval}' referenced before assignment in enclosing scope"
+            return NameError(message, name=op.argval)
         return NameError(
             f"cannot access free variable '{op.argval}' where it is not associated with a value in enclosing scope",
             name=op.argval,

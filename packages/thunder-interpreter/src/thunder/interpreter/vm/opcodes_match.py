@@ -26,11 +26,27 @@ def match_sequence(frame: Any, op: Any) -> None:
     frame.stack.append(bool(type(frame.stack[-1]).__flags__ & _TPFLAGS_SEQUENCE))
 
 
-@handles("MATCH_KEYS")
+@handles("MATCH_KEYS", since=(3, 11))
 def match_keys(frame: Any, op: Any) -> None:
     keys = frame.stack[-1]
     subject = frame.stack[-2]
     frame.stack.append(_match_keys(subject, keys))
+
+
+@handles("MATCH_KEYS", until=(3, 10))
+def match_keys_310(frame: Any, op: Any) -> None:
+    values = _match_keys(frame.stack[-2], frame.stack[-1])
+    frame.stack.extend((values, values is not None))  # 3.10 also pushes whether it matched
+
+
+@handles("COPY_DICT_WITHOUT_KEYS", until=(3, 10))
+def copy_dict_without_keys(frame: Any, op: Any) -> None:
+    """``{**rest}`` of a mapping pattern: the subject's items whose keys the pattern did not name."""
+    keys = frame.stack[-1]
+    rest = dict(frame.stack[-2])
+    for key in keys:
+        del rest[key]
+    frame.stack[-1] = rest
 
 
 def _match_keys(subject: Any, keys: tuple) -> tuple | None:
@@ -51,13 +67,24 @@ def _match_keys(subject: Any, keys: tuple) -> tuple | None:
     return tuple(values)
 
 
-@handles("MATCH_CLASS")
+@handles("MATCH_CLASS", since=(3, 11))
 def match_class(frame: Any, op: Any) -> None:
     stack = frame.stack
     names = stack.pop()
     cls = stack.pop()
     subject = stack.pop()
     stack.append(_match_class(subject, cls, op.arg, names))
+
+
+@handles("MATCH_CLASS", until=(3, 10))
+def match_class_310(frame: Any, op: Any) -> None:
+    stack = frame.stack
+    names = stack.pop()
+    cls = stack.pop()
+    subject = stack.pop()
+    attributes = _match_class(subject, cls, op.arg, names)
+    # 3.10 leaves the subject where a failed match has no attributes, and pushes whether it matched
+    stack.extend((subject if attributes is None else attributes, attributes is not None))
 
 
 def _match_class(subject: Any, cls: Any, positional_count: int, names: tuple) -> tuple | None:

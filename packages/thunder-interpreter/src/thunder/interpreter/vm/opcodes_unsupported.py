@@ -17,6 +17,7 @@ CONSTRUCTS = {
     "GET_ANEXT": "async for",
     "END_ASYNC_FOR": "async for",
     "BEFORE_ASYNC_WITH": "async with",
+    "SETUP_ASYNC_WITH": "async with",
     "ASYNC_GEN_WRAP": "async generator",
     "CHECK_EG_MATCH": "except*",
     "PREP_RERAISE_STAR": "except*",

@@ -6,12 +6,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from thunder.core.sources import Source
+from thunder.interpreter.version import check_python_version
 
 # Importing the opcode modules fills the dispatch table.
 from thunder.interpreter.vm import (  # noqa: F401
     lookasides,  # noqa: F401
     opcodes_arithmetic,
     opcodes_attributes,
+    opcodes_blocks,
     opcodes_calls,
     opcodes_containers,
     opcodes_control_flow,
@@ -43,6 +45,7 @@ def interpret(
     ``known_sources``: objects reachable from the arguments whose canonical source is known in
     advance (a module's submodules by qualified name); they win over any path found while running.
     """
+    check_python_version()  # an unknown version's bytecode would fail somewhere inside the program
     context = InterpreterContext(hooks)
     hooks.current_location = context.user_location  # type: ignore[method-assign]
     hooks.source_of = context.provenance.source_of  # type: ignore[method-assign]
