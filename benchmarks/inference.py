@@ -1,0 +1,193 @@
+"""Greedy decoding with a Hugging Face Llama and a ``StaticCache``: eager vs torch.compile vs thunder.
+
+The method of ../shared/BENCHMARKS.md ("Inference"): random bf16 weights, batch 1, a prompt of
+``--prompt`` tokens, ``--new-tokens`` new tokens, a Python loop calling the model once per token
+(``input_ids``, ``past_key_values``, ``position_ids``, ``cache_position``). "first sequence" is the
+wall time of the first whole sequence, compilation included; prefill and decode come from a second
+sequence; decode is the median per-token time. torch.compile runs with ``mode="reduce-overhead"``
+(its CUDA graphs), as Hugging Face recommends for a static cache. Achieved bandwidth counts the
+weights and the KV cache read once per decoded token.
+
+    python benchmarks/inference.py --models tinyllama,llama3-8b
+    python benchmarks/inference.py --models tiny --device cpu --systems eager,thunder   # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+MODELS: dict[str, dict[str, Any]] = {
+    "tiny": dict(hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, vocab_size=512),
+    "tinyllama": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
+                      num_key_value_heads=4, vocab_size=32000),
+    "llama3-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                      num_key_value_heads=8, vocab_size=128256),
+}  # fmt: skip
+SYSTEMS = ("eager", "torch.compile", "thunder", "thunder+graphs")
+
+
+@dataclass
+class Row:
+    model: str
+    system: str
+    first_s: float | None = None
+    prefill_ms: float | None = None
+    decode_ms: float | None = None
+    bandwidth_gbs: float | None = None
+    compiles: int | None = None
+    same_tokens: str = ""
+    error: str = ""
+
+
+def build_model(name: str, device: str, dtype: torch.dtype) -> torch.nn.Module:
+    import transformers
+
+    config = transformers.LlamaConfig(max_position_embeddings=4096, **MODELS[name])
+    config._attn_implementation = "sdpa"
+    with torch.device(device):
+        model = transformers.LlamaForCausalLM(config).to(dtype)
+    return model.eval()
+
+
+def static_cache(model: torch.nn.Module, max_length: int) -> Any:
+    import transformers
+
+    return transformers.StaticCache(config=model.config, max_cache_len=max_length)
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _step(call: Callable, ids: torch.Tensor, cache: Any, start: int) -> torch.Tensor:
+    positions = torch.arange(start, start + ids.shape[1], device=ids.device)
+    logits = call(input_ids=ids, past_key_values=cache, position_ids=positions[None], cache_position=positions).logits
+    return logits[:, -1].argmax(-1, keepdim=True)
+
+
+def generate(call: Callable, prompt: torch.Tensor, cache: Any, new_tokens: int, device: str) -> tuple[list, float, list]:
+    """Greedy tokens, the prefill time and each decode step's time (ms)."""
+    cache.reset()
+    _sync(device)
+    start = time.perf_counter()
+    token = _step(call, prompt, cache, 0)
+    _sync(device)
+    prefill_ms = (time.perf_counter() - start) * 1e3
+    tokens, steps = [token], []
+    for index in range(new_tokens - 1):
+        start = time.perf_counter()
+        token = _step(call, token, cache, prompt.shape[1] + index)
+        _sync(device)
+        steps.append((time.perf_counter() - start) * 1e3)
+        tokens.append(token)
+    return torch.cat(tokens, dim=1).tolist(), prefill_ms, steps
+
+
+def _caller(system: str, model: torch.nn.Module) -> Callable:
+    if system == "eager":
+        return model
+    if system == "torch.compile":
+        return torch.compile(model, mode="reduce-overhead", fullgraph=True)
+    import thunder
+
+    return thunder.jit(model, cuda_graphs=system == "thunder+graphs")
+
+
+def _bytes_read_per_token(model: torch.nn.Module, cache_length: int) -> int:
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    config = model.config
+    head_dim = config.hidden_size // config.num_attention_heads
+    kv = 2 * config.num_hidden_layers * config.num_key_value_heads * head_dim * cache_length
+    return weights + kv * next(model.parameters()).element_size()
+
+
+def measure(
+    name: str, system: str, model: torch.nn.Module, args: argparse.Namespace, reference: list | None
+) -> tuple[Row, list | None]:
+    """One system's row, and its tokens (None where it failed)."""
+    row = Row(name, system)
+    torch.manual_seed(0)
+    prompt = torch.randint(0, model.config.vocab_size, (1, args.prompt), device=args.device)
+    cache = static_cache(model, args.prompt + args.new_tokens)
+    call = _caller(system, model)
+    try:
+        with torch.no_grad():
+            start = time.perf_counter()
+            generate(call, prompt, cache, args.new_tokens, args.device)
+            row.first_s = time.perf_counter() - start
+            tokens, row.prefill_ms, steps = generate(call, prompt, cache, args.new_tokens, args.device)
+    except Exception as error:  # noqa: BLE001 - a failing system is a row of the table, not the end of the run
+        row.error = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:120]}"
+        return row, None
+    row.decode_ms = statistics.median(steps)
+    cache_length = args.prompt + args.new_tokens // 2  # the average length read (a static cache reads all of it)
+    row.bandwidth_gbs = _bytes_read_per_token(model, cache_length) / (row.decode_ms * 1e-3) / 1e9
+    if system.startswith("thunder"):
+        import thunder
+
+        row.compiles = thunder.cache_misses(call)
+    if reference is not None:
+        same = sum(a == b for a, b in zip(tokens[0], reference[0]))
+        row.same_tokens = f"{same}/{len(reference[0])}"
+    return row, tokens
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_table(rows: list[Row], args: argparse.Namespace, device_name: str) -> None:
+    print(f"\n{device_name}, torch {torch.__version__}, prompt {args.prompt}, new tokens {args.new_tokens}, batch 1, "
+          f"{args.dtype}, StaticCache, greedy")  # fmt: skip
+    print("| model | system | first sequence (s) | prefill (ms) | decode (ms/token) | GB/s | vs torch.compile "
+          "| compiles | tokens = eager's |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    compiled = {row.model: row.decode_ms for row in rows if row.system == "torch.compile" and row.decode_ms}
+    for row in rows:
+        if row.error:
+            print(f"| {row.model} | {row.system} | failed: {row.error} |||||||")
+            continue
+        ratio = row.decode_ms / compiled[row.model] if row.model in compiled and row.decode_ms else None
+        print(f"| {row.model} | {row.system} | {_fmt(row.first_s, '.1f')} | {_fmt(row.prefill_ms, '.1f')} | "
+              f"{_fmt(row.decode_ms, '.2f')} | {_fmt(row.bandwidth_gbs, '.0f')} | {_fmt(ratio, '.2f')} | "
+              f"{row.compiles if row.compiles is not None else '-'} | {row.same_tokens or '-'} |")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="tinyllama,llama3-8b")
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--prompt", type=int, default=128)
+    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = parser.parse_args()
+    device_name = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
+    rows: list[Row] = []
+    for name in args.models.split(","):
+        model = build_model(name, args.device, getattr(torch, args.dtype))
+        reference = None
+        for system in args.systems.split(","):
+            row, tokens = measure(name, system, model, args, reference)
+            if system == "eager" and tokens is not None:
+                reference = tokens
+            rows.append(row)
+            print(row, flush=True)
+            torch._dynamo.reset()
+        del model
+        if args.device == "cuda":
+            torch.cuda.empty_cache()
+    print_table(rows, args, device_name)
+
+
+if __name__ == "__main__":
+    main()
