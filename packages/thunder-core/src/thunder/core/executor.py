@@ -47,6 +47,9 @@ ENTRY_POINT_GROUP = "thunder.executors"
 log = logging.getLogger(__name__)
 
 
+_EFFECT_TAGS = frozenset({"random", "side_effect"})
+
+
 class Executor:
     """Abstract: something that can run some of a trace's symbols."""
 
@@ -116,7 +119,11 @@ class OperatorExecutor(Executor):
             if like is None:
                 raise ValueError(f"operator {name!r} needs a meta or a symbol it is like")
             meta = like.meta if like.is_leaf else _meta_from_decomposition(like)
-        operator = Symbol(name=name, id=f"{self.name}.{name}", meta=meta, module=module, fn=fn, executor=self)
+        # what a later pass must respect: running it draws random numbers or changes outside state
+        tags = like.tags & _EFFECT_TAGS if like is not None else frozenset()
+        operator = Symbol(
+            name=name, id=f"{self.name}.{name}", meta=meta, module=module, fn=fn, executor=self, tags=tags
+        )
         self.operators[name] = operator
         return operator
 

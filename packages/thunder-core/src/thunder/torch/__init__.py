@@ -113,9 +113,11 @@ from thunder.torch.misc import (  # noqa: A004
     trapezoid, trapz,
 )  # fmt: skip
 from thunder.torch.creation import (  # noqa: A004
-    arange, as_tensor, bernoulli, empty, empty_like, empty_permuted, empty_strided, eye, full, full_like, linspace, logspace, new_empty,
-    new_empty_strided, new_full, new_ones, new_zeros, normal, ones, ones_like, rand, rand_like, randint, randint_like, randn,
-    randn_like, scalar_tensor, tensor, zeros, zeros_like,
+    arange, as_tensor, empty, empty_like, empty_permuted, empty_strided, eye, full, full_like, linspace, logspace, new_empty,
+    new_empty_strided, new_full, new_ones, new_zeros, ones, ones_like, scalar_tensor, tensor, zeros, zeros_like,
+)  # fmt: skip
+from thunder.torch.randomness import (
+    bernoulli, multinomial, native_dropout, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm,
 )  # fmt: skip
 from thunder.torch.conversions import (  # noqa: A004
     bfloat16, bool, byte, cdouble, cfloat, char, double, float, half, int, long, short, to, type, type_as,

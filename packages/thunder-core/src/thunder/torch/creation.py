@@ -1,4 +1,4 @@
-"""Tensor factories: full, zeros, ones and uniform random numbers."""
+"""Tensor factories: full, zeros, ones, ranges (random factories are in ``randomness``)."""
 
 from __future__ import annotations
 
@@ -61,14 +61,6 @@ def zeros_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, **unuse
 @torchsymbol(torch.ones_like)
 def ones_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
     return prims.full(a.shape, 1, device=_device(device or a.device), dtype=dtypes.to_dtype(dtype or a.dtype))
-
-
-@torchsymbol(torch.rand)
-def rand(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
-         pin_memory: bool = False, generator: Any = None) -> TensorProxy:  # fmt: skip
-    if generator is not None:
-        raise NotImplementedError("torch.rand with a generator is not supported by thunder yet")
-    return prims.uniform(_shape(size), 0.0, 1.0, device=_device(device), dtype=_dtype(dtype))
 
 
 def _like(a: TensorProxy, dtype: Any, device: Any) -> tuple[dtypes.dtype, devices.Device]:
@@ -320,76 +312,3 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, 
         prims.iota(m, start=0, step=1, device=device_, dtype=dtypes.int64), (n, m), (1,)
     )
     return prims.convert_element_type(prims.eq(rows, cols), dtype_)
-
-
-# random numbers: drawn by the executor's generator (for PyTorch's, torch.manual_seed applies)
-def _no_generator(generator: Any, name: str) -> None:
-    if generator is not None:
-        raise NotImplementedError(f"{name} with a generator is not supported by thunder yet")
-
-
-@torchsymbol(torch.randn)
-def randn(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
-          pin_memory: bool = False, generator: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
-    _no_generator(generator, "torch.randn")
-    return prims.normal(_shape(size), 0.0, 1.0, device=_device(device), dtype=_dtype(dtype))
-
-
-@torchsymbol(torch.rand_like)
-def rand_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
-    dtype_, device_ = _like(a, dtype, device)
-    return prims.uniform(a.shape, 0.0, 1.0, device=device_, dtype=dtype_)
-
-
-@torchsymbol(torch.randn_like)
-def randn_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
-    dtype_, device_ = _like(a, dtype, device)
-    return prims.normal(a.shape, 0.0, 1.0, device=device_, dtype=dtype_)
-
-
-@torchsymbol(torch.randint)
-def randint(*args: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
-            pin_memory: bool = False, generator: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
-    """``randint(high, size)`` or ``randint(low, high, size)``."""
-    _no_generator(generator, "torch.randint")
-    low, high, size = (0, *args) if len(args) == 2 else args
-    dtype_ = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
-    return prims.randint(tuple(size), low, high, device=_device(device), dtype=dtype_)
-
-
-@torchsymbol(torch.randint_like)
-def randint_like(a: TensorProxy, low: int, high: int | None = None, *, dtype: Any = None, device: Any = None,
-                 **unused: Any) -> TensorProxy:  # fmt: skip
-    low, high = (0, low) if high is None else (low, high)
-    dtype_, device_ = _like(a, dtype, device)
-    return prims.randint(a.shape, low, high, device=device_, dtype=dtype_)
-
-
-@torchsymbol(torch.normal)
-def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *, generator: Any = None,
-           dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:  # fmt: skip
-    _no_generator(generator, "torch.normal")
-    from thunder.torch.elementwise import add, mul
-
-    tensors = [x for x in (mean, std) if isinstance(x, TensorProxy)]
-    if size is not None:
-        shape, dtype_, device_ = tuple(size), _dtype(dtype), _device(device)
-    elif tensors:
-        from thunder.core.promotion import broadcast_shapes
-
-        shape = broadcast_shapes(*(t.shape for t in tensors))
-        dtype_, device_ = tensors[0].dtype, tensors[0].device
-    else:
-        raise RuntimeError("normal() needs a size when mean and std are numbers")
-    noise = prims.normal(shape, 0.0, 1.0, device=device_, dtype=dtype_)
-    return add(mul(noise, std), mean)
-
-
-@torchsymbol(torch.bernoulli, torch.Tensor.bernoulli, method="bernoulli")
-def bernoulli(a: TensorProxy, p: Any = None, *, generator: Any = None) -> TensorProxy:
-    _no_generator(generator, "torch.bernoulli")
-    probability = a if p is None else p
-    draws = prims.uniform(a.shape, 0.0, 1.0, device=a.device, dtype=dtypes.float64)
-    if isinstance(probability, TensorProxy):
-        probability = prims.convert_element_type(probability, dtypes.float64)
-    return prims.convert_element_type(prims.lt(draws, probability), a.dtype)

@@ -28,6 +28,7 @@ from thunder.core import dtypes, fallback
 from thunder.core.inplace import mutate
 from thunder.core.proxies import TensorProxy, register_tensor_method, tensor_method
 from thunder.core.pytree import tree_leaves
+from thunder.torch.randomness import random_lookaside
 from thunder.torch.registry import symbol_for
 
 __all__ = ["torch_lookaside", "setitem", "IN_PLACE_METHODS", "SHAPE_CHANGING"]
@@ -266,6 +267,9 @@ def torch_lookaside(torch_fn: Any) -> Callable | None:
         return None
     if special is not None:
         return special
+    seeding = random_lookaside(torch_fn)  # recorded, so that every call reseeds
+    if seeding is not None:
+        return seeding
     symbol = symbol_for(torch_fn)
     if symbol is not None:
         return _with_out_and_inplace(torch_fn, symbol)

@@ -112,9 +112,10 @@ def dropout(a: TensorProxy, p: float = 0.5, training: bool = True, inplace: bool
         return a
     if p == 1.0:
         return ew.mul(a, 0.0)
-    random = prims.uniform(a.shape, 0.0, 1.0, device=a.device, dtype=dtypes.float32)
-    keep = prims.convert_element_type(prims.lt(random, 1.0 - p), a.dtype)
-    return prims.mul(prims.mul(a, keep), 1.0 / (1.0 - p))
+    from thunder.torch.randomness import native_dropout
+
+    # the mask as eager draws it, kept for the backward (randomness.py)
+    return native_dropout(a, p, True)[0]
 
 
 def _softmax_dtype(a: TensorProxy, dtype: Any) -> tuple[dtypes.dtype, dtypes.dtype]:

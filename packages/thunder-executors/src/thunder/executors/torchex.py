@@ -120,9 +120,10 @@ def slice_prim(
 
 
 def uniform(
-    shape: Sequence[int], minval: float, maxval: float, *, device: torch.device, dtype: torch.dtype
-) -> torch.Tensor:
-    return torch.empty(shape, device=device, dtype=dtype).uniform_(minval, maxval)
+    shape: Sequence[int], minval: float, maxval: float, *, device: torch.device, dtype: torch.dtype,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:  # fmt: skip
+    return torch.empty(shape, device=device, dtype=dtype).uniform_(minval, maxval, generator=generator)
 
 
 def pad(a: torch.Tensor, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]) -> torch.Tensor:
@@ -296,16 +297,38 @@ def prim_iota(
     return values.to(dtype)
 
 
+# Random prims draw from the generator given, else the device's default one (docs/random.md).
 def prim_normal(
-    shape: Sequence[int], mean: float, std: float, *, device: torch.device, dtype: torch.dtype
-) -> torch.Tensor:
-    return torch.empty(shape, device=device, dtype=dtype).normal_(mean, std)
+    shape: Sequence[int], mean: float, std: float, *, device: torch.device, dtype: torch.dtype,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:  # fmt: skip
+    return torch.empty(shape, device=device, dtype=dtype).normal_(mean, std, generator=generator)
 
 
 def prim_randint(
-    shape: Sequence[int], low: int, high: int, *, device: torch.device, dtype: torch.dtype
+    shape: Sequence[int], low: int, high: int, *, device: torch.device, dtype: torch.dtype,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:  # fmt: skip
+    return torch.randint(low, high, tuple(shape), device=device, dtype=dtype, generator=generator)
+
+
+def prim_randperm(
+    n: int, *, device: torch.device, dtype: torch.dtype, generator: torch.Generator | None = None
 ) -> torch.Tensor:
-    return torch.randint(low, high, tuple(shape), device=device, dtype=dtype)
+    return torch.randperm(n, device=device, dtype=dtype, generator=generator)
+
+
+def prim_multinomial(
+    a: torch.Tensor, num_samples: int, replacement: bool, *, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    return torch.multinomial(a, num_samples, replacement, generator=generator)
+
+
+def prim_manual_seed(seed: int, *, generator: torch.Generator | None = None) -> None:
+    if generator is None:
+        torch.manual_seed(seed)
+    else:
+        generator.manual_seed(seed)
 
 
 def prim_tensor_from_sequence(data: Any, *, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
@@ -335,7 +358,7 @@ _MATH_SAME_SIGNATURE: dict[Symbol, Callable] = {
 _MATH_ADAPTED: tuple[Callable, ...] = (
     prim_cumsum, prim_cumprod, prim_sort, prim_topk, prim_scatter_reduce, prim_take, prim_index,
     prim_index_put, prim_iota, prim_normal, prim_randint, prim_tensor_from_sequence, prim_device_put,
-    prim_cummax, prim_cummin,
+    prim_cummax, prim_cummin, prim_randperm, prim_multinomial, prim_manual_seed,
 )  # fmt: skip
 
 

@@ -282,8 +282,9 @@ full = make_prim("full", _full_meta)
 
 
 def _uniform_meta(
-    shape: Sequence[int], minval: float, maxval: float, *, device: Any, dtype: Any
+    shape: Sequence[int], minval: float, maxval: float, *, device: Any, dtype: Any, generator: Any = None
 ) -> TensorProxy:
+    """Draws from ``generator`` (a ``torch.Generator``), or the device's default generator when None."""
     return TensorProxy(shape=tuple(shape), dtype=dtype, device=devices.to_device(device))
 
 

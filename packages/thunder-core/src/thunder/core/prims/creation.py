@@ -22,14 +22,20 @@ def _iota_meta(length: int, *, start: Number, step: Number, device: Any, dtype: 
 iota = make_prim("iota", _iota_meta)
 
 
-def _normal_meta(shape: Sequence[int], mean: float, std: float, *, device: Any, dtype: Any) -> TensorProxy:
+# Random prims take the ``torch.Generator`` to draw from (None: the device's default generator). They
+# are tagged ``random``: no transform merges, drops, reorders or recomputes them (docs/random.md).
+def _normal_meta(
+    shape: Sequence[int], mean: float, std: float, *, device: Any, dtype: Any, generator: Any = None
+) -> TensorProxy:
     return TensorProxy(shape=tuple(shape), dtype=dtype, device=devices.to_device(device))
 
 
 normal = make_prim("normal", _normal_meta, tags=RANDOM)
 
 
-def _randint_meta(shape: Sequence[int], low: int, high: int, *, device: Any, dtype: Any) -> TensorProxy:
+def _randint_meta(
+    shape: Sequence[int], low: int, high: int, *, device: Any, dtype: Any, generator: Any = None
+) -> TensorProxy:
     _check(
         low < high, lambda: f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
     )
@@ -37,6 +43,37 @@ def _randint_meta(shape: Sequence[int], low: int, high: int, *, device: Any, dty
 
 
 randint = make_prim("randint", _randint_meta, tags=RANDOM)
+
+
+def _randperm_meta(n: int, *, device: Any, dtype: Any, generator: Any = None) -> TensorProxy:
+    _check(n >= 0, lambda: f"randperm: n must be non-negative, got {n}")
+    return TensorProxy(shape=(n,), dtype=dtype, device=devices.to_device(device))
+
+
+randperm = make_prim("randperm", _randperm_meta, tags=RANDOM)
+
+
+def _multinomial_meta(a: TensorProxy, num_samples: int, replacement: bool, *, generator: Any = None) -> TensorProxy:
+    """Indices of ``num_samples`` draws from each row of probabilities ``a`` (1-d or 2-d)."""
+    _check(a.ndim in (1, 2), lambda: f"prob_dist must be 1 or 2 dim, got {a.ndim}")
+    _check(num_samples > 0, lambda: "cannot sample n_sample <= 0 samples")
+    _check(
+        replacement or num_samples <= a.shape[-1],
+        lambda: "cannot sample n_sample > prob_dist.size(-1) samples without replacement",
+    )
+    return TensorProxy(shape=(*a.shape[:-1], num_samples), dtype=dtypes.int64, device=a.device)
+
+
+multinomial = make_prim("multinomial", _multinomial_meta, tags=RANDOM)
+
+
+def _manual_seed_meta(seed: int, *, generator: Any = None) -> None:
+    """Reseeds ``generator``, or every device's default generator when None (``torch.manual_seed``)."""
+    return None
+
+
+# ordered among the random prims like them; kept although it has no output
+manual_seed = make_prim("manual_seed", _manual_seed_meta, tags=RANDOM | {"side_effect"})
 
 
 def _tensor_from_sequence_meta(data: Any, *, device: Any, dtype: Any) -> TensorProxy:
@@ -48,7 +85,7 @@ def _tensor_from_sequence_meta(data: Any, *, device: Any, dtype: Any) -> TensorP
 
 
 tensor_from_sequence = make_prim("tensor_from_sequence", _tensor_from_sequence_meta)
-register_vjp(iota, normal, randint, tensor_from_sequence)(_zero_gradient)
+register_vjp(iota, normal, randint, randperm, multinomial, tensor_from_sequence)(_zero_gradient)
 
 
 def _device_put_meta(a: TensorProxy, device: Any) -> TensorProxy:

@@ -28,11 +28,34 @@ def claim_executors(trace: Trace, executors: Sequence[Executor]) -> Trace:
     new = from_trace(trace, "Transform for execution")
     claimed: list[tuple[BoundSymbol, FusionExecutor | None]] = []
     with tracectx(new):
+        ordered: set[int] = set()  # pieces that draw random numbers or seed: they keep program order
         for bound_symbol in trace.bound_symbols:
-            claimed += _claim(bound_symbol, executors)
+            pieces = _claim(bound_symbol, executors)
+            if _draws(bound_symbol):
+                ordered.update(len(claimed) + i for i, (_, fuser) in enumerate(pieces) if fuser is None)
+            claimed += pieces
         operators = [e for e in executors if isinstance(e, OperatorExecutor)]
-        new.bound_symbols.extend(_fuse_regions(claimed, operators))
+        new.bound_symbols.extend(_fuse_regions(claimed, operators, _chain(claimed, ordered)))
     return new
+
+
+def _draws(bound_symbol: BoundSymbol) -> bool:
+    """Whether running it draws random numbers or reseeds (a random prim somewhere inside)."""
+    return "random" in bound_symbol.symbol.tags or any(_draws(sub) for sub in bound_symbol.subsymbols)
+
+
+def _chain(claimed: list[tuple[BoundSymbol, FusionExecutor | None]], ordered: set[int]) -> dict[int, int]:
+    """Each random piece -> the random piece before it, a dependence that data does not show: the
+    generator's state. Regions are formed and placed around it, so a draw never moves past a reseed
+    or another draw (fusion executors claim no random prim, so these pieces are never in a region)."""
+    chain: dict[int, int] = {}
+    previous: int | None = None
+    for index, (bound_symbol, fuser) in enumerate(claimed):
+        if index in ordered or (fuser is None and "random" in bound_symbol.symbol.tags):
+            if previous is not None:
+                chain[index] = previous
+            previous = index
+    return chain
 
 
 def _claim(
@@ -77,7 +100,9 @@ def _fusible_leaves(bound_symbol: BoundSymbol, executor: FusionExecutor) -> list
 
 
 def _fuse_regions(
-    claimed: list[tuple[BoundSymbol, FusionExecutor | None]], operators: Sequence[Executor] = ()
+    claimed: list[tuple[BoundSymbol, FusionExecutor | None]],
+    operators: Sequence[Executor] = (),
+    chain: dict[int, int] | None = None,
 ) -> list[BoundSymbol]:
     """Group each fusion executor's symbols into regions by data dependence, never making a cycle.
 
@@ -95,8 +120,12 @@ def _fuse_regions(
     reaches: list[frozenset[int]] = []
     reaches_from_outside: list[frozenset[int]] = []
 
+    chain = chain or {}
     for index, (bound_symbol, executor) in enumerate(claimed):
-        producers = sorted({producer_of[p.name] for p in bound_symbol.proxy_args() if p.name in producer_of})
+        producers = sorted(
+            {producer_of[p.name] for p in bound_symbol.proxy_args() if p.name in producer_of}
+            | ({chain[index]} if index in chain else set())
+        )
 
         def blocked(region: int | None) -> frozenset[int]:
             blocked_regions: set[int] = set()
@@ -138,7 +167,7 @@ def _fuse_regions(
     recompute_between_regions(claimed, region_of, regions, producer_of)
     _peel_leading_views(claimed, region_of, regions, operators, producer_of)
     _peel_escaping_views(claimed, region_of, regions, operators, producer_of)
-    return _emit(claimed, region_of, regions, producer_of)
+    return _emit(claimed, region_of, regions, producer_of, chain)
 
 
 # Shape ops that PyTorch runs as views (no copy) of a contiguous input.
@@ -288,6 +317,7 @@ def _emit(
     region_of: list[int | None],
     regions: list[tuple[FusionExecutor, list[int]]],
     producer_of: dict[str, int],
+    chain: dict[int, int],
 ) -> list[BoundSymbol]:
     """The program with each region as one node, in a topological order close to the original."""
     node_of = [("region", r) if r is not None else ("symbol", i) for i, r in enumerate(region_of)]
@@ -300,6 +330,9 @@ def _emit(
             producer = producer_of.get(proxy.name)
             if producer is not None and producer < index and node_of[producer] != node_of[index]:
                 dependencies[node_of[index]].add(node_of[producer])
+    for index, previous in chain.items():
+        if node_of[previous] != node_of[index]:
+            dependencies[node_of[index]].add(node_of[previous])
     reads: dict[tuple[str, int], set[str]] = {node: set() for node in members}
     for index, (bound_symbol, _) in enumerate(claimed):
         reads[node_of[index]].update(p.name for p in bound_symbol.proxy_args())
