@@ -87,3 +87,43 @@ def test_training_steps_with_graphs_match_eager() -> None:
             opt.step()
         for ours, eager in zip(model.parameters(), reference.parameters()):
             torch.testing.assert_close(ours, eager, atol=1e-5, rtol=1e-4)
+
+
+def _write_cache(cache: torch.Tensor, x: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+    cache.index_copy_(0, position, x)  # a static KV cache's update
+    return cache.sum(0) * 2
+
+
+def test_inputs_written_in_place_are_found_in_the_execution_trace() -> None:
+    from thunder.core.cuda_graphs import mutated_inputs
+
+    jitted = thunder.jit(_write_cache)
+    jitted(torch.zeros(4, 3), torch.ones(1, 3), torch.tensor([1]))
+    assert mutated_inputs(thunder.last_traces(jitted)[-1]) == frozenset({0})
+
+
+@needs_cuda
+def test_an_input_updated_in_place_is_written_by_the_graph_itself() -> None:
+    jitted = thunder.jit(_write_cache, cuda_graphs=True)
+    cache, expected_cache = torch.zeros(6, 3, device="cuda"), torch.zeros(6, 3, device="cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CudaGraphWarning)
+        for step in range(4):  # the same cache every step: captured at its address, nothing copied
+            x, position = torch.randn(1, 3, device="cuda"), torch.tensor([step], device="cuda")
+            torch.testing.assert_close(jitted(cache, x, position), _write_cache(expected_cache, x, position))
+            torch.testing.assert_close(cache, expected_cache)
+        graphed = _graphed_function(jitted)
+        assert graphed.mutated == frozenset({0}) and len(graphed.graphs) == 1
+        assert next(iter(graphed.graphs.values())).static_inputs[0] is cache
+        other, expected_other = torch.ones(6, 3, device="cuda"), torch.ones(6, 3, device="cuda")
+        x, position = torch.randn(1, 3, device="cuda"), torch.tensor([5], device="cuda")
+        torch.testing.assert_close(jitted(other, x, position), _write_cache(expected_other, x, position))
+        torch.testing.assert_close(other, expected_other)  # another cache: its own capture, written in place
+        torch.testing.assert_close(cache, expected_cache)  # and the first one is left as it was
+        assert len(graphed.graphs) == 2
+
+
+def _graphed_function(jitted: object) -> GraphedFunction:
+    computation = jitted._cache[-1].computation  # type: ignore[attr-defined]
+    assert isinstance(computation, GraphedFunction)
+    return computation

@@ -11,6 +11,10 @@ How inputs and outputs are handled (the graph reads and writes fixed addresses):
   them; a parameter whose storage changed (``p.data = ...``) makes another capture.
 - Every other tensor input is copied into a buffer the graph owns before each replay (the copies
   are launches too, one per input; for an MLP's forward that is the activations alone).
+- An input the program updates in place (a KV cache's ``index_copy_``, a batch norm's running
+  statistics) is captured at the caller's tensor itself, so the graph writes it directly: a decoding
+  step with a static cache copies nothing in or out. Like a parameter, a tensor at another address
+  makes another capture (a new cache per ``generate()`` call: one capture each).
 - Outputs are copied out of the graph's buffers, so a result held by the caller is never
   overwritten by a later replay (small for the programs graphs are for).
 - Programs that cannot be captured (CPU tensors, a synchronizing call like ``.item()``) run
@@ -30,7 +34,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-__all__ = ["CudaGraphWarning", "GraphedFunction", "with_cuda_graphs"]
+__all__ = ["CudaGraphWarning", "GraphedFunction", "with_cuda_graphs", "mutated_inputs"]
 
 
 class CudaGraphWarning(RuntimeWarning):
@@ -40,8 +44,11 @@ class CudaGraphWarning(RuntimeWarning):
 class _Captured:
     """One captured graph: the buffers it reads and writes and how its outputs nest."""
 
-    def __init__(self, graph: torch.cuda.CUDAGraph, static_inputs: list[Any], outputs: list[Any], spec: Any):
+    def __init__(
+        self, graph: torch.cuda.CUDAGraph, static_inputs: list[Any], outputs: list[Any], spec: Any, mutated: frozenset
+    ):
         self.graph, self.static_inputs, self.outputs, self.spec = graph, static_inputs, outputs, spec
+        self.in_place = {i for i, s in enumerate(static_inputs) if isinstance(s, torch.Tensor)} & set(mutated)
         # outputs that are inputs (a forward returns the tensors its backward reads) are the caller's
         self.returned_inputs = {
             i: next(j for j, s in enumerate(static_inputs) if s is o)
@@ -50,8 +57,9 @@ class _Captured:
         }
 
     def replay(self, args: tuple) -> Any:
-        for static, arg in zip(self.static_inputs, args):
-            if isinstance(arg, torch.Tensor) and static is not arg:
+        for index, (static, arg) in enumerate(zip(self.static_inputs, args)):
+            # a tensor written in place has the captured one's address (the layout key): no copy
+            if isinstance(arg, torch.Tensor) and static is not arg and index not in self.in_place:
                 static.copy_(arg)
         self.graph.replay()
         results = [
@@ -64,8 +72,8 @@ class _Captured:
 class GraphedFunction:
     """``fn`` (a compiled computation) replayed as a CUDA graph, one per input layout."""
 
-    def __init__(self, fn: Callable, name: str = "computation"):
-        self.fn, self.name = fn, name
+    def __init__(self, fn: Callable, name: str = "computation", mutated: frozenset = frozenset()):
+        self.fn, self.name, self.mutated = fn, name, mutated
         self.graphs: dict[tuple, _Captured] = {}
         self.refused: str | None = None  # why graphs are not used, once that is known
         self._lock = threading.Lock()
@@ -73,7 +81,7 @@ class GraphedFunction:
     def __call__(self, *args: Any) -> Any:
         if self.refused is not None:
             return self.fn(*args)
-        key = _layout_key(args)
+        key = _layout_key(args, self.mutated)
         captured = self.graphs.get(key)
         if captured is None:
             reason = _unsupported(args)
@@ -93,7 +101,7 @@ class GraphedFunction:
         return captured.replay(args)
 
     def _capture(self, args: tuple) -> _Captured:
-        static_inputs = [a if _read_in_place(a) else _buffer_like(a) for a in args]
+        static_inputs = [a if _read_in_place(a) or i in self.mutated else _buffer_like(a) for i, a in enumerate(args)]
         # warm up on a side stream: kernels compile and allocator pools settle outside the capture
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -104,7 +112,7 @@ class GraphedFunction:
         with torch.cuda.graph(graph):
             result = self.fn(*static_inputs)
         outputs, spec = tree_flatten(result)
-        return _Captured(graph, static_inputs, outputs, spec)
+        return _Captured(graph, static_inputs, outputs, spec, self.mutated)
 
     def _refuse(self, reason: str) -> None:
         if self.refused is None:
@@ -116,9 +124,24 @@ class GraphedFunction:
             )
 
 
-def with_cuda_graphs(fn: Callable, enabled: bool, name: str = "computation") -> Callable:
-    """``fn`` replayed as CUDA graphs when ``enabled`` (the ``cuda_graphs`` option), else ``fn``."""
-    return GraphedFunction(fn, name) if enabled else fn
+def with_cuda_graphs(fn: Callable, enabled: bool, name: str = "computation", trace: Any = None) -> Callable:
+    """``fn`` replayed as CUDA graphs when ``enabled`` (the ``cuda_graphs`` option), else ``fn``.
+
+    ``trace``: the execution trace ``fn`` was made from, which says which inputs it updates in place.
+    """
+    if not enabled:
+        return fn
+    return GraphedFunction(fn, name, mutated_inputs(trace) if trace is not None else frozenset())
+
+
+def mutated_inputs(trace: Any) -> frozenset:
+    """Positions of the trace's inputs that it writes in place (``inplace.copy_(input, value)``)."""
+    positions = {getattr(arg, "name", None): i for i, arg in enumerate(trace.args)}
+    return frozenset(
+        positions[bound.args[0].name]
+        for bound in trace.bound_symbols
+        if bound.symbol.id == "inplace.copy_" and getattr(bound.args[0], "name", None) in positions
+    )
 
 
 def _read_in_place(arg: Any) -> bool:
@@ -131,12 +154,15 @@ def _buffer_like(arg: torch.Tensor) -> torch.Tensor:
     return buffer.copy_(arg)
 
 
-def _layout_key(args: tuple) -> tuple:
+def _layout_key(args: tuple, mutated: frozenset) -> tuple:
     """Per input what a capture depends on beyond what the prologue checked (shape, dtype, device):
-    strides, a parameter's address, a number's value (baked into the captured kernels)."""
+    strides, the address of a parameter or of an input written in place, a number's value (baked
+    into the captured kernels)."""
     return tuple(
-        (a.data_ptr() if isinstance(a, torch.nn.Parameter) else a.stride()) if isinstance(a, torch.Tensor) else (type(a), a)
-        for a in args
+        ((a.data_ptr(), a.stride()) if isinstance(a, torch.nn.Parameter) or i in mutated else a.stride())
+        if isinstance(a, torch.Tensor)
+        else (type(a), a)
+        for i, a in enumerate(args)
     )
 
 

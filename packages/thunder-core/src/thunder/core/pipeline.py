@@ -185,7 +185,7 @@ def compile_with_autograd(
     backward = _backward_callable(backward_traces[-1], unsynchronized, compile_data)
     if graphs:
         backward = _taking_argument_list(with_cuda_graphs(backward, graphs, "backward"))
-    forward = with_cuda_graphs(forward_traces[-1].python_callable(), graphs, "forward")
+    forward = with_cuda_graphs(forward_traces[-1].python_callable(), graphs, "forward", forward_traces[-1])
     run = differentiable_callable(forward, backward, split.cotangent_outputs, _saved_inputs_and_outputs(split))
     return run, forward_traces, backward_traces
 
@@ -268,7 +268,8 @@ class JittedFunction:
             run, computation_traces, backward_traces = compile_with_autograd(result.computation, data, stats)
         else:
             computation_traces = compile_computation(result.computation, data, stats)
-            run = with_cuda_graphs(computation_traces[-1].python_callable(), _uses_cuda_graphs(data))
+            final = computation_traces[-1]
+            run = with_cuda_graphs(final.python_callable(), _uses_cuda_graphs(data), trace=final)
         codegen_start = time.perf_counter()
         entry = CacheEntry(
             prologue=result.prologue.python_callable(),
