@@ -61,6 +61,8 @@ FACTORIES: dict[str, Callable] = {
     "dropout": lambda x: F.dropout(x, 0.3),
     "dropout_module": lambda x: torch.nn.Dropout(0.5)(x),
     "unused_draw": lambda x: (torch.rand(4), x + torch.rand(8))[1],  # the unused draw still advances
+    "unused_fill": lambda x: (torch.empty(5).exponential_(), x + torch.rand(8))[1],  # a fallback, kept too
+    "poisson": lambda x: torch.poisson(x * 3),  # a fallback: run by PyTorch in order
 }
 
 

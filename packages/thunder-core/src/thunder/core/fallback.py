@@ -258,6 +258,21 @@ def _meta(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     return _evaluate(fn, args, kwargs)[0]
 
 
+def _draws_random(fn: Callable) -> bool:
+    """An ATen operator of this name takes a generator (``torch.poisson``; the random fills of
+    ``thunder.torch.inplace`` are named ``random_<fill>``): tagged ``random``, so that no transform
+    drops, reorders or recomputes it."""
+    name = getattr(fn, "__name__", "")
+    if name.startswith("random_"):
+        name = name.removeprefix("random_") + "_"
+    try:
+        packet = getattr(torch.ops.aten, name)
+        schemas = [getattr(packet, overload)._schema for overload in packet.overloads()]
+    except (AttributeError, RuntimeError):
+        return False
+    return any("Generator" in str(argument.type) for schema in schemas for argument in schema.arguments)
+
+
 def _symbol(fn: Callable, is_view: bool) -> Symbol:
     key = (id(fn), is_view)
     symbol = _symbols.get(key)
@@ -266,7 +281,9 @@ def _symbol(fn: Callable, is_view: bool) -> Symbol:
     name = _unique_name(fn)
     module = sys.modules[__name__]
     setattr(module, name, fn)  # what the printed ``fallback.<name>`` calls
-    tags = frozenset({FALLBACK, "view"} if is_view else {FALLBACK})
+    tags = frozenset({FALLBACK, "view"} if is_view else {FALLBACK}) | (
+        {"random"} if _draws_random(fn) else set()
+    )
     symbol = Symbol(
         name=name,
         id=f"fallback.{name}" + (".view" if is_view else ""),
