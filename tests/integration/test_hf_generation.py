@@ -42,6 +42,26 @@ def llama() -> torch.nn.Module:
     return transformers.LlamaForCausalLM(config)
 
 
+def _decoder_config(config_class: type, **extra: Any) -> Any:
+    return config_class(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+        **extra,
+    )  # fmt: skip
+
+
+def mistral() -> torch.nn.Module:
+    return transformers.MistralForCausalLM(_decoder_config(transformers.MistralConfig))
+
+
+def qwen2() -> torch.nn.Module:
+    return transformers.Qwen2ForCausalLM(_decoder_config(transformers.Qwen2Config))
+
+
+def gemma() -> torch.nn.Module:
+    return transformers.GemmaForCausalLM(_decoder_config(transformers.GemmaConfig, head_dim=8))
+
+
 def static_cache(model: torch.nn.Module, batch: int) -> Any:
     """A StaticCache with its tensors allocated now (not lazily inside the compiled call)."""
     config = model.config
@@ -107,3 +127,95 @@ def test_greedy_decode_with_dynamic_cache_matches_eager() -> None:
     for actual_layer, expected_layer in zip(cache.layers, eager_cache.layers):  # replayed by the epilogue
         torch.testing.assert_close(actual_layer.keys, expected_layer.keys)
         torch.testing.assert_close(actual_layer.values, expected_layer.values)
+
+
+# --- generate() through thunder, both spellings -------------------------------------------------
+
+MODELS = {"gpt2": gpt2, "llama": llama, "mistral": mistral, "qwen2": qwen2, "gemma": gemma}
+MODES = {
+    "greedy": {"do_sample": False},
+    "sample": {"do_sample": True, "top_k": 10},  # same seed: eager's sampling sees equal logits
+    "beam": {"do_sample": False, "num_beams": 2},
+    "padded": {"do_sample": False, "attention_mask": torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])},
+}
+# (model, spelling, cache, mode) run by default; every other combination is marked slow
+QUICK = {
+    ("llama", "module", "dynamic", "greedy"),
+    ("llama", "module", "static", "greedy"),
+    ("llama", "forward", "dynamic", "greedy"),
+    ("llama", "forward", "static", "greedy"),
+    ("gpt2", "forward", "static", "padded"),
+}
+
+
+def _generation_cases() -> list:
+    cases = []
+    for name in MODELS:
+        for spelling in ("module", "forward"):
+            for cache in ("dynamic", "static"):
+                for mode in MODES:
+                    marks = () if (name, spelling, cache, mode) in QUICK else (pytest.mark.slow,)
+                    cases.append(pytest.param(name, spelling, cache, mode, marks=marks, id=f"{name}-{spelling}-{cache}-{mode}"))
+    return cases
+
+
+def _generate(model: Any, prompt: torch.Tensor, cache: str, mode: str) -> torch.Tensor:
+    options = dict(MODES[mode], max_new_tokens=STEPS)
+    if cache == "static":
+        options["cache_implementation"] = "static"
+    torch.manual_seed(5)
+    with torch.no_grad():
+        return model.generate(prompt, **options)
+
+
+@pytest.mark.parametrize("name, spelling, cache, mode", _generation_cases())
+def test_generate_matches_eager(name: str, spelling: str, cache: str, mode: str) -> None:
+    """``thunder.jit(model).generate(...)`` and ``model.forward = thunder.jit(model.forward)``."""
+    torch.manual_seed(0)
+    model = MODELS[name]().eval()
+    prompt = torch.randint(3, VOCAB, (2, 5), generator=torch.Generator().manual_seed(1))
+    if mode == "padded":
+        prompt[0, :2] = 0  # the pad token, masked out
+    expected = _generate(model, prompt, cache, mode)
+
+    if spelling == "module":
+        jitted = generator = thunder.jit(model)
+    else:
+        jitted = thunder.jit(model.forward)
+        model.forward, generator = jitted, model
+    actual = _generate(generator, prompt, cache, mode)
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    assert thunder.cache_misses(jitted) >= 2  # the compiled forward ran: the prompt, then the steps
+    if cache == "static" and name != "mistral":  # Mistral's sliding-window layer counts in a Python int
+        assert thunder.cache_misses(jitted) == 2
+    if spelling == "module":
+        assert "forward" not in model.__dict__  # routed only while generate() ran
+
+
+def test_thunder_module_behaves_as_the_model() -> None:
+    model = llama().eval()
+    jitted = thunder.jit(model)
+    assert jitted.config is model.config and jitted.generation_config is model.generation_config
+    assert jitted.device == model.device and jitted.dtype == model.dtype
+    assert jitted.get_input_embeddings() is model.get_input_embeddings()
+    assert jitted.can_generate() and jitted.main_input_name == model.main_input_name
+    jitted.generation_config.max_new_tokens = 3  # the model's own object
+    assert model.generation_config.max_new_tokens == 3
+    jitted.custom_flag = True  # a new attribute stays on the wrapper ...
+    assert not hasattr(model, "custom_flag")
+    jitted.main_input_name = "input_ids"  # ... one the model has is set on the model
+    assert model.__dict__["main_input_name"] == "input_ids"
+    with pytest.raises(AttributeError, match="no_such_attribute"):
+        jitted.no_such_attribute
+    ids = torch.randint(3, VOCAB, (1, 4))
+    torch.testing.assert_close(jitted(ids).logits, model(ids).logits)
+    assert thunder.cache_misses(jitted) == 1  # model(ids) above ran eagerly
+
+
+def test_dynamic_cache_compiles_once_per_cache_length() -> None:
+    """Point 3 of issue 23, measured: every decode step grows the cache by one, a new shape."""
+    model = llama().eval()
+    jitted = thunder.jit(model)
+    prompt = torch.randint(3, VOCAB, (1, 5))
+    _generate(jitted, prompt, "dynamic", "greedy")
+    assert thunder.cache_misses(jitted) == STEPS  # the prompt, then one per cache length

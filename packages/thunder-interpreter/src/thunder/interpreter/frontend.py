@@ -221,6 +221,9 @@ class TracingHooks(InterpreterHooks):
         proxy = self.builder.proxy_for(tensor)
         return proxy if proxy is not None else self.adopt(tensor)
 
+    def on_delete_attr(self, obj: Any, name: str) -> None:
+        self.side_effects.attribute(obj, name)
+
     def on_store_global(self, globals_dict: dict, name: str, value: Any) -> None:
         self.side_effects.global_(globals_dict, name)
 

@@ -13,7 +13,8 @@ writes them again with real values after every run of the compiled computation:
   final contents (``target[:] = [...]``), whichever operations produced them, so a ``sort(key=...)``,
   an ``extend(generator)`` or a ``pop`` needs no replay rule of its own.
 
-Objects are written in the order the program last wrote them; every target is fetched (through its
+Objects are written in the order the program first wrote them (so a new attribute or global lands
+where eager puts it in the namespace's order); every target is fetched (through its
 source, from the current call's arguments) before the first write. A value written is one of: a tensor
 or number the computation produced (an extra output of the computation), a constant, an object with a
 source (fetched like a target), an item the container held before the call, or a list/tuple/dict/set the
@@ -100,7 +101,7 @@ class SideEffects:
     def __init__(self, source_of: Callable[[Any], Source | None], location: Callable[[], str]):
         self._source_of = source_of
         self._location = location
-        self._writes: dict[tuple, _Write] = {}  # in the order of the last write
+        self._writes: dict[tuple, _Write] = {}  # in the order of the first write
         self._changed_sources: set[int] = set()  # ids of the sources of containers changed in place
         self._written_globals: set[tuple[int, str]] = set()
 
@@ -108,10 +109,11 @@ class SideEffects:
         return bool(self._writes)
 
     def _note(self, key: tuple, write: _Write) -> None:
-        known = self._writes.pop(key, None)
-        if known is not None:  # keep the state from before the first write; move to the end
-            write.before = known.before
-        self._writes[key] = write
+        known = self._writes.get(key)
+        if known is None:
+            self._writes[key] = write
+        else:  # the state from before the first write, and its place (attributes keep eager's order)
+            known.operation, known.location = write.operation, write.location
 
     def attribute(self, obj: Any, name: str) -> None:
         """Before ``obj.name = value`` on an object read from outside the call."""

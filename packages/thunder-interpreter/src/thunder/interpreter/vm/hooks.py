@@ -40,6 +40,10 @@ class InterpreterHooks:
         """Called before ``obj.name = value``; True when the hook took care of it (nothing is assigned)."""
         return False
 
+    def on_delete_attr(self, obj: Any, name: str) -> None:
+        """Called before ``del obj.name`` on an object read from outside the call; raise to forbid it."""
+        return None
+
     def on_store_global(self, globals_dict: dict, name: str, value: Any) -> None:
         """Called before ``global name`` is assigned or deleted (``value`` is None then); raise to forbid it."""
         return None
