@@ -52,7 +52,7 @@ def _scalar_dtype(x: Any) -> dtypes.dtype:
         return default_float_dtype()
     if isinstance(x, complex):
         return dtypes.complex128 if default_float_dtype() is dtypes.float64 else dtypes.complex64
-    raise ValueError(f"{x!r} is neither a tensor nor a number")
+    raise TypeError(f"{x!r} is neither a tensor nor a number")  # as Python's unsupported operand types
 
 
 # torch's complex32 (chalf), which thunder does not support: a tier may promote to it (float16 with a

@@ -64,9 +64,11 @@ def advanced_getitem(a: TensorProxy, key: Any) -> TensorProxy:
     """
     key = key if isinstance(key, tuple) else (key,)
     key = tuple(_constant_index(k, a.device) if isinstance(k, (list, tuple)) else k for k in key)
+    if not any(isinstance(k, TensorProxy) for k in key):  # bools alone: new dims of size 1 (True) or 0 (False)
+        return _bool_getitem(a, key)
     key = tuple(k if k is not True else None for k in key)
     if any(k is False for k in key):
-        raise NotImplementedError("indexing with False is not supported by thunder")
+        raise NotImplementedError("indexing with False beside index tensors is not supported by thunder")
     for k in key:
         if isinstance(k, TensorProxy):
             _int_index(k, "indexing")
@@ -96,6 +98,25 @@ def advanced_getitem(a: TensorProxy, key: Any) -> TensorProxy:
     while indices and indices[-1] is None:
         indices.pop()
     return prims.index(sliced, indices)
+
+
+def _bool_getitem(a: TensorProxy, key: tuple) -> TensorProxy:
+    """``a[True]``, ``a[0, False]``: each True is a new dim of size 1, as None is; the Falses together
+    make one new dim of size 0, where the first of them is (PyTorch's rule)."""
+    first_false = next((i for i, k in enumerate(key) if k is False), None)
+    key = tuple(k for i, k in enumerate(key) if k is not False or i == first_false)
+    consumed = sum(1 for k in key if not (k is None or k is Ellipsis or k is True or k is False))
+    if any(k is Ellipsis for k in key):  # spelled out as full slices, which basic indexing takes
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (a.ndim - consumed) + key[i + 1 :]
+    result = _apply_basic_index(a, tuple(None if k is True or k is False else k for k in key))
+    position = 0  # the result dim each key entry makes, as basic indexing lays them out
+    for k in key:
+        if k is False:
+            result = _apply_basic_index(result, (slice(None),) * position + (slice(0, 0),))
+        if not isinstance(k, int) or isinstance(k, bool):  # an int consumes its dim
+            position += 1
+    return result
 
 
 def _long_index(index: TensorProxy, name: str) -> TensorProxy:
