@@ -70,3 +70,12 @@ def test_pytest_collects_every_package(repo_root: Path) -> None:
     options = load(repo_root / "pyproject.toml")["tool"]["pytest"]["ini_options"]
     expected = {f"packages/{p.name}/tests" for p in (repo_root / "packages").iterdir() if p.is_dir()}
     assert expected | {"tests/integration"} <= set(options["testpaths"])
+
+
+def test_nox_tests_every_supported_python(repo_root) -> None:
+    from thunder.interpreter.version import SUPPORTED_PYTHON_VERSIONS
+
+    noxfile = (repo_root / "noxfile.py").read_text(encoding="utf-8")
+    listed = re.search(r"^PYTHONS = \[(.*?)\]", noxfile, flags=re.M)
+    assert listed, "noxfile.py has no PYTHONS list"
+    assert re.findall(r'"(3\.\d+)"', listed.group(1)) == [f"{a}.{b}" for a, b in SUPPORTED_PYTHON_VERSIONS]

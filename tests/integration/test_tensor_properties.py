@@ -28,9 +28,13 @@ KNOWN = {"name": "TensorProxy.name is the proxy's name in the trace; named tenso
 
 
 def _torch_properties() -> set[str]:
+    # inspect.getmembers_static is 3.11+: the class attributes along the MRO, descriptors unrun
+    attributes: dict = {}
+    for klass in reversed(torch.Tensor.__mro__):
+        attributes.update(vars(klass))
     return {
         name
-        for name, value in inspect.getmembers_static(torch.Tensor)
+        for name, value in attributes.items()
         if not name.startswith("_") and inspect.isdatadescriptor(value)
     }
 
