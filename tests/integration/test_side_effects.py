@@ -224,6 +224,18 @@ def test_a_built_container_assigned_outside_is_built_anew_each_call() -> None:
     torch.testing.assert_close(second.pair[1], torch.zeros(2))
 
 
+def test_a_named_tuple_built_inside_and_stored_outside() -> None:
+    import collections
+
+    Pair = collections.namedtuple("Pair", "first second")
+
+    def fn(x, state):
+        state.pair = Pair(x, x.sum())
+        return x
+
+    _check_against_eager(fn, lambda call: (torch.randn(2), State()))
+
+
 def test_an_object_made_inside_written_outside_is_a_clear_error() -> None:
     def fn(x, state):
         state.child = State(value=x)

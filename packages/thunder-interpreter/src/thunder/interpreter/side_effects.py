@@ -17,8 +17,8 @@ Objects are written in the order the program first wrote them (so a new attribut
 where eager puts it in the namespace's order); every target is fetched (through its
 source, from the current call's arguments) before the first write. A value written is one of: a tensor
 or number the computation produced (an extra output of the computation), a constant, an object with a
-source (fetched like a target), an item the container held before the call, or a list/tuple/dict/set the
-program built (built again); anything else (an object of a Python class created inside the call) cannot
+source (fetched like a target), an item the container held before the call, or a list/tuple/named tuple/dict/set
+the program built (built again); anything else (an object of a Python class created inside the call) cannot
 be replayed and raises an error naming the object, the operation and the user's line.
 
 Objects the program created itself and that nothing outside can reach are never reported (the VM
@@ -86,6 +86,10 @@ def _restore_contents(container: Any, contents: Any) -> None:
     else:  # a set
         container.clear()
         container.update(contents)
+
+
+def _is_named_tuple(value: Any) -> bool:
+    return isinstance(value, tuple) and isinstance(getattr(type(value), "_fields", None), tuple)
 
 
 def _attribute_state(obj: Any, name: str) -> Any:
@@ -260,7 +264,7 @@ class _EpilogueWriter:
         original = self._originals.get(id(value))
         if original is not None and original[0].before[original[1]] is value:
             return self._original(*original)
-        if type(value) in _BUILT_TYPES or type(value) is torch.Size:
+        if type(value) in _BUILT_TYPES or type(value) is torch.Size or _is_named_tuple(value):
             return self._built_container(value)
         write = self._write
         where = f"{write.source.describe()}.{write.name}" if write.kind == "attribute" else (
@@ -293,7 +297,9 @@ class _EpilogueWriter:
         else:
             items = ", ".join(self._value(item) for item in value)
             expression = f"[{items}]"
-        if type(value) is not list and type(value) is not dict:
+        if _is_named_tuple(value):
+            expression = f"{self.builder.constant(type(value))}(*{expression})"
+        elif type(value) is not list and type(value) is not dict:
             expression = f"{self.builder.constant(type(value))}({expression})"
         name = self.builder.local(expression)
         self._built[id(value)] = name
