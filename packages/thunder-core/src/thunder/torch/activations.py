@@ -31,29 +31,29 @@ def _elu_core(x: TensorProxy, alpha: float, scale: float, input_scale: float) ->
 
 
 @torchsymbol(F.elu, tags=ELEMENTWISE)
-def elu(a: TensorProxy, alpha: float = 1.0, inplace: bool = False) -> TensorProxy:
+def elu(input: TensorProxy, alpha: float = 1.0, inplace: bool = False) -> TensorProxy:
     no_inplace("elu", inplace)
-    return in_float(a, lambda x: _elu_core(x, alpha, 1.0, 1.0))
+    return in_float(input, lambda x: _elu_core(x, alpha, 1.0, 1.0))
 
 
 @torchsymbol(F.celu, torch.celu, tags=ELEMENTWISE)
-def celu(a: TensorProxy, alpha: float = 1.0, inplace: bool = False) -> TensorProxy:
+def celu(input: TensorProxy, alpha: float = 1.0, inplace: bool = False) -> TensorProxy:
     no_inplace("celu", inplace)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return in_float(a, lambda x: _elu_core(x, alpha, 1.0, 1.0 / alpha))
+    return in_float(input, lambda x: _elu_core(x, alpha, 1.0, 1.0 / alpha))
 
 
 @torchsymbol(F.selu, torch.selu, tags=ELEMENTWISE)
-def selu(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+def selu(input: TensorProxy, inplace: bool = False) -> TensorProxy:
     no_inplace("selu", inplace)
-    return in_float(a, lambda x: _elu_core(x, _SELU_ALPHA, _SELU_SCALE, 1.0))
+    return in_float(input, lambda x: _elu_core(x, _SELU_ALPHA, _SELU_SCALE, 1.0))
 
 
 @torchsymbol(F.leaky_relu, tags=ELEMENTWISE)
-def leaky_relu(a: TensorProxy, negative_slope: float = 0.01, inplace: bool = False) -> TensorProxy:
+def leaky_relu(input: TensorProxy, negative_slope: float = 0.01, inplace: bool = False) -> TensorProxy:
     no_inplace("leaky_relu", inplace)
-    return in_float(a, lambda x: ew.where(ew.gt(x, 0), x, ew.mul(x, negative_slope)))
+    return in_float(input, lambda x: ew.where(ew.gt(x, 0), x, ew.mul(x, negative_slope)))
 
 
 def _clamp(x: TensorProxy, low: float, high: float) -> TensorProxy:
@@ -63,42 +63,42 @@ def _clamp(x: TensorProxy, low: float, high: float) -> TensorProxy:
 
 @torchsymbol(F.hardtanh, tags=ELEMENTWISE)
 def hardtanh(
-    a: TensorProxy, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+    input: TensorProxy, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
 ) -> TensorProxy:
     no_inplace("hardtanh", inplace)
-    if a.dtype is dtypes.bool8:
+    if input.dtype is dtypes.bool8:
         raise RuntimeError("Bool inputs not supported for hardtanh")
-    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         min_val, max_val = int(min_val), int(max_val)
-    return _clamp(a, min_val, max_val)
+    return _clamp(input, min_val, max_val)
 
 
 @torchsymbol(F.relu6, tags=ELEMENTWISE)
-def relu6(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+def relu6(input: TensorProxy, inplace: bool = False) -> TensorProxy:
     no_inplace("relu6", inplace)
-    return hardtanh(a, 0.0, 6.0)
+    return hardtanh(input, 0.0, 6.0)
 
 
 @torchsymbol(F.hardsigmoid, tags=ELEMENTWISE)
-def hardsigmoid(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+def hardsigmoid(input: TensorProxy, inplace: bool = False) -> TensorProxy:
     no_inplace("hardsigmoid", inplace)
-    return in_float(a, lambda x: ew.true_divide(_clamp(ew.add(x, 3.0), 0.0, 6.0), 6.0))
+    return in_float(input, lambda x: ew.true_divide(_clamp(ew.add(x, 3.0), 0.0, 6.0), 6.0))
 
 
 @torchsymbol(F.hardswish, tags=ELEMENTWISE)
-def hardswish(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+def hardswish(input: TensorProxy, inplace: bool = False) -> TensorProxy:
     no_inplace("hardswish", inplace)
-    return in_float(a, lambda x: ew.mul(x, ew.true_divide(_clamp(ew.add(x, 3.0), 0.0, 6.0), 6.0)))
+    return in_float(input, lambda x: ew.mul(x, ew.true_divide(_clamp(ew.add(x, 3.0), 0.0, 6.0), 6.0)))
 
 
 @torchsymbol(F.hardshrink, torch.Tensor.hardshrink, method="hardshrink", tags=ELEMENTWISE)
-def hardshrink(a: TensorProxy, lambd: float = 0.5) -> TensorProxy:
-    inside = ew.bitwise_and(ew.ge(a, -lambd), ew.le(a, lambd))
-    return ew.where(inside, 0.0, a)
+def hardshrink(input: TensorProxy, lambd: float = 0.5) -> TensorProxy:
+    inside = ew.bitwise_and(ew.ge(input, -lambd), ew.le(input, lambd))
+    return ew.where(inside, 0.0, input)
 
 
 @torchsymbol(F.softshrink, tags=ELEMENTWISE)
-def softshrink(a: TensorProxy, lambd: float = 0.5) -> TensorProxy:
+def softshrink(input: TensorProxy, lambd: float = 0.5) -> TensorProxy:
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
 
@@ -108,12 +108,12 @@ def softshrink(a: TensorProxy, lambd: float = 0.5) -> TensorProxy:
         )
         return ew.where(ew.isnan(x), x, shrunk)
 
-    return in_float(a, body)
+    return in_float(input, body)
 
 
 @torchsymbol(F.tanhshrink, tags=ELEMENTWISE)
-def tanhshrink(a: TensorProxy) -> TensorProxy:
-    return in_float(a, lambda x: ew.sub(x, ew.tanh(x)))
+def tanhshrink(input: TensorProxy) -> TensorProxy:
+    return in_float(input, lambda x: ew.sub(x, ew.tanh(x)))
 
 
 def _softplus(x: TensorProxy, beta: float, threshold: float) -> TensorProxy:
@@ -124,53 +124,53 @@ def _softplus(x: TensorProxy, beta: float, threshold: float) -> TensorProxy:
 
 
 @torchsymbol(F.softplus, tags=ELEMENTWISE)
-def softplus(a: TensorProxy, beta: float = 1.0, threshold: float = 20.0) -> TensorProxy:
-    return in_float(a, lambda x: _softplus(x, beta, threshold))
+def softplus(input: TensorProxy, beta: float = 1.0, threshold: float = 20.0) -> TensorProxy:
+    return in_float(input, lambda x: _softplus(x, beta, threshold))
 
 
 @torchsymbol(F.softsign, tags=ELEMENTWISE)
-def softsign(a: TensorProxy) -> TensorProxy:
-    return in_float(a, lambda x: ew.true_divide(x, ew.add(ew.abs(x), 1)))
+def softsign(input: TensorProxy) -> TensorProxy:
+    return in_float(input, lambda x: ew.true_divide(x, ew.add(ew.abs(x), 1)))
 
 
 @torchsymbol(F.logsigmoid, tags=ELEMENTWISE)
-def logsigmoid(a: TensorProxy) -> TensorProxy:
+def logsigmoid(input: TensorProxy) -> TensorProxy:
     def body(x: TensorProxy) -> TensorProxy:
         return ew.sub(ew.where(ew.lt(x, 0), x, 0.0), ew.log1p(ew.exp(ew.neg(ew.abs(x)))))
 
-    return in_float(a, body)
+    return in_float(input, body)
 
 
 @torchsymbol(F.mish, tags=ELEMENTWISE)
-def mish(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+def mish(input: TensorProxy, inplace: bool = False) -> TensorProxy:
     no_inplace("mish", inplace)
-    return in_float(a, lambda x: ew.mul(x, ew.tanh(_softplus(x, 1.0, 20.0))))
+    return in_float(input, lambda x: ew.mul(x, ew.tanh(_softplus(x, 1.0, 20.0))))
 
 
 @torchsymbol(F.silu, tags=ELEMENTWISE)
-def silu(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+def silu(input: TensorProxy, inplace: bool = False) -> TensorProxy:
     no_inplace("silu", inplace)
-    return in_float(a, lambda x: ew.mul(x, sigmoid(x)))
+    return in_float(input, lambda x: ew.mul(x, sigmoid(x)))
 
 
 @torchsymbol(F.threshold, torch.threshold, tags=ELEMENTWISE)
-def threshold(a: TensorProxy, threshold: float, value: float, inplace: bool = False) -> TensorProxy:
+def threshold(input: TensorProxy, threshold: float, value: float, inplace: bool = False) -> TensorProxy:
     no_inplace("threshold", inplace)
-    return ew.where(ew.gt(a, threshold), a, value)
+    return ew.where(ew.gt(input, threshold), input, value)
 
 
 @torchsymbol(F.rrelu, torch.rrelu, tags=ELEMENTWISE)
-def rrelu(a: TensorProxy, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0, training: bool = False,
+def rrelu(input: TensorProxy, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0, training: bool = False,
           inplace: bool = False) -> TensorProxy:  # fmt: skip
     no_inplace("rrelu", inplace)
     if training:
         raise NotImplementedError("rrelu with training=True (random slopes) is not supported by thunder yet")
-    return leaky_relu(a, (lower + upper) / 2)
+    return leaky_relu(input, (lower + upper) / 2)
 
 
 @torchsymbol(F.prelu, torch.prelu, torch.Tensor.prelu, method="prelu")
-def prelu(a: TensorProxy, weight: TensorProxy) -> TensorProxy:
-    channels = a.shape[1] if a.ndim >= 2 else 1
+def prelu(input: TensorProxy, weight: TensorProxy) -> TensorProxy:
+    channels = input.shape[1] if input.ndim >= 2 else 1
     if weight.numel() not in (1, channels):
         raise RuntimeError(
             f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {weight.numel()} "
@@ -180,27 +180,27 @@ def prelu(a: TensorProxy, weight: TensorProxy) -> TensorProxy:
         raise RuntimeError(
             f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}"
         )
-    if weight.numel() == 1 or a.ndim < 2:
+    if weight.numel() == 1 or input.ndim < 2:
         slope = shape.reshape(weight, ())
     else:
-        slope = shape.reshape(weight, (channels,) + (1,) * (a.ndim - 2))
-    return ew.where(ew.gt(a, 0), a, ew.mul(slope, a))
+        slope = shape.reshape(weight, (channels,) + (1,) * (input.ndim - 2))
+    return ew.where(ew.gt(input, 0), input, ew.mul(slope, input))
 
 
 @torchsymbol(F.glu)
-def glu(a: TensorProxy, dim: int = -1) -> TensorProxy:
-    if a.ndim == 0:
+def glu(input: TensorProxy, dim: int = -1) -> TensorProxy:
+    if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
-    d = canonical_dim(dim, a.ndim)
-    if a.shape[d] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {a.shape[d]}")
-    half = a.shape[d] // 2
-    return in_float(a, lambda x: ew.mul(narrow(x, d, 0, half), sigmoid(narrow(x, d, half, half))))
+    d = canonical_dim(dim, input.ndim)
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    half = input.shape[d] // 2
+    return in_float(input, lambda x: ew.mul(narrow(x, d, 0, half), sigmoid(narrow(x, d, half, half))))
 
 
 @torchsymbol(F.softmin)
-def softmin(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
-    negated = ew.neg(to_dtype(a, dtypes.to_dtype(dtype)) if dtype is not None else a)
+def softmin(input: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
+    negated = ew.neg(to_dtype(input, dtypes.to_dtype(dtype)) if dtype is not None else input)
     return softmax(negated, dim, dtype=dtype)
 
 

@@ -34,56 +34,56 @@ def flip(a: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
 
 
 @torchsymbol(torch.fliplr, torch.Tensor.fliplr, method="fliplr", tags=SHAPE)
-def fliplr(a: TensorProxy) -> TensorProxy:
-    if a.ndim < 2:
+def fliplr(input: TensorProxy) -> TensorProxy:
+    if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
-    return flip(a, (1,))
+    return flip(input, (1,))
 
 
 @torchsymbol(torch.flipud, torch.Tensor.flipud, method="flipud", tags=SHAPE)
-def flipud(a: TensorProxy) -> TensorProxy:
-    if a.ndim < 1:
+def flipud(input: TensorProxy) -> TensorProxy:
+    if input.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
-    return flip(a, (0,))
+    return flip(input, (0,))
 
 
 @torchsymbol(torch.roll, torch.Tensor.roll, method="roll", tags=SHAPE)
-def roll(a: TensorProxy, shifts: Any, dims: Any = None) -> TensorProxy:
+def roll(input: TensorProxy, shifts: Any, dims: Any = None) -> TensorProxy:
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     if dims is None or (isinstance(dims, Sequence) and len(dims) == 0):
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
-        return reshape(roll(reshape(a, (a.numel(),)), shifts, 0), a.shape)
+        return reshape(roll(reshape(input, (input.numel(),)), shifts, 0), input.shape)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
-    result = a
+    result = input
     for shift, dim in zip(shifts, dims):
-        d = canonical_dim(dim, a.ndim)
-        size = a.shape[d] if a.ndim else 1
+        d = canonical_dim(dim, input.ndim)
+        size = input.shape[d] if input.ndim else 1
         s = shift % size if size else 0
-        if s and a.ndim:
+        if s and input.ndim:
             result = prims.cat([_slice_dim(result, d, size - s, size), _slice_dim(result, d, 0, size - s)], d)
     return result
 
 
 @torchsymbol(torch.rot90, torch.Tensor.rot90, method="rot90", tags=SHAPE)
-def rot90(a: TensorProxy, k: int = 1, dims: Sequence[int] = (0, 1)) -> TensorProxy:
+def rot90(input: TensorProxy, k: int = 1, dims: Sequence[int] = (0, 1)) -> TensorProxy:
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
-    if a.ndim < 2:
-        raise RuntimeError(f"expected total dims >= 2, but got total dims = {a.ndim}")
-    d0, d1 = canonical_dim(dims[0], a.ndim), canonical_dim(dims[1], a.ndim)
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = canonical_dim(dims[0], input.ndim), canonical_dim(dims[1], input.ndim)
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
     k %= 4
     if k == 1:
-        return transpose(flip(a, (d1,)), d0, d1)
+        return transpose(flip(input, (d1,)), d0, d1)
     if k == 2:
-        return flip(a, (d0, d1))
+        return flip(input, (d0, d1))
     if k == 3:
-        return transpose(flip(a, (d0,)), d0, d1)
-    return a
+        return transpose(flip(input, (d0,)), d0, d1)
+    return input
 
 
 @torchsymbol(torch.Tensor.repeat, method="repeat", tags=SHAPE)
@@ -148,50 +148,50 @@ def _triangle(a: TensorProxy, diagonal: int, lower: bool) -> TensorProxy:
 
 
 @torchsymbol(torch.tril, torch.Tensor.tril, method="tril", tags=SHAPE)
-def tril(a: TensorProxy, diagonal: int = 0) -> TensorProxy:
-    return _triangle(a, diagonal, lower=True)
+def tril(input: TensorProxy, diagonal: int = 0) -> TensorProxy:
+    return _triangle(input, diagonal, lower=True)
 
 
 @torchsymbol(torch.triu, torch.Tensor.triu, method="triu", tags=SHAPE)
-def triu(a: TensorProxy, diagonal: int = 0) -> TensorProxy:
-    return _triangle(a, diagonal, lower=False)
+def triu(input: TensorProxy, diagonal: int = 0) -> TensorProxy:
+    return _triangle(input, diagonal, lower=False)
 
 
 @torchsymbol(torch.diag_embed, torch.Tensor.diag_embed, method="diag_embed", tags=SHAPE)
-def diag_embed(a: TensorProxy, offset: int = 0, dim1: int = -2, dim2: int = -1) -> TensorProxy:
-    ndim = a.ndim + 1
+def diag_embed(input: TensorProxy, offset: int = 0, dim1: int = -2, dim2: int = -1) -> TensorProxy:
+    ndim = input.ndim + 1
     d1, d2 = canonical_dim(dim1, ndim), canonical_dim(dim2, ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    n = a.shape[-1] if a.ndim else 1
-    a = a if a.ndim else reshape(a, (1,))
+    n = input.shape[-1] if input.ndim else 1
+    input = input if input.ndim else reshape(input, (1,))
     size = n + abs(offset)
-    batch = a.shape[:-1]
+    batch = input.shape[:-1]
     if offset:
-        zeros = prims.full(batch + (abs(offset),), _zero(a), device=a.device, dtype=a.dtype)
-        a = prims.cat([a, zeros], a.ndim - 1)
+        zeros = prims.full(batch + (abs(offset),), _zero(input), device=input.device, dtype=input.dtype)
+        input = prims.cat([input, zeros], input.ndim - 1)
     # element (i, j) of each matrix is a[i] (offset >= 0) or a[j] (offset < 0) where j - i == offset
     square = batch + (size, size)
     values = prims.broadcast_in_dim(
-        a, square, tuple(range(len(batch))) + ((len(batch),) if offset >= 0 else (len(batch) + 1,))
+        input, square, tuple(range(len(batch))) + ((len(batch),) if offset >= 0 else (len(batch) + 1,))
     )
-    row = prims.broadcast_in_dim(prims.iota(size, start=0, step=1, device=a.device, dtype=dtypes.int64),
+    row = prims.broadcast_in_dim(prims.iota(size, start=0, step=1, device=input.device, dtype=dtypes.int64),
                                  (size, size), (0,))  # fmt: skip
-    col = prims.broadcast_in_dim(prims.iota(size, start=0, step=1, device=a.device, dtype=dtypes.int64),
+    col = prims.broadcast_in_dim(prims.iota(size, start=0, step=1, device=input.device, dtype=dtypes.int64),
                                  (size, size), (1,))  # fmt: skip
     on_diagonal = prims.broadcast_in_dim(prims.eq(prims.sub(col, row), offset), square,
                                          (len(batch), len(batch) + 1))  # fmt: skip
-    matrices = prims.where(on_diagonal, values, _zero(a))
+    matrices = prims.where(on_diagonal, values, _zero(input))
     return movedim(matrices, (-2, -1), (d1, d2))
 
 
 @torchsymbol(torch.diag, torch.Tensor.diag, method="diag", tags=SHAPE)
-def diag(a: TensorProxy, diagonal: int = 0) -> TensorProxy:
-    if a.ndim == 1:
-        return diag_embed(a, diagonal, 0, 1)
-    if a.ndim == 2:
-        return _diagonal(a, diagonal)
-    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{a.ndim}D")
+def diag(input: TensorProxy, diagonal: int = 0) -> TensorProxy:
+    if input.ndim == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if input.ndim == 2:
+        return _diagonal(input, diagonal)
+    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.ndim}D")
 
 
 def _diagonal(a: TensorProxy, offset: int) -> TensorProxy:
@@ -199,8 +199,8 @@ def _diagonal(a: TensorProxy, offset: int) -> TensorProxy:
 
 
 @torchsymbol(torch.diagflat, torch.Tensor.diagflat, method="diagflat", tags=SHAPE)
-def diagflat(a: TensorProxy, offset: int = 0) -> TensorProxy:
-    return diag_embed(reshape(a, (a.numel(),)), offset, 0, 1)
+def diagflat(input: TensorProxy, offset: int = 0) -> TensorProxy:
+    return diag_embed(reshape(input, (input.numel(),)), offset, 0, 1)
 
 
 @torchsymbol(torch.meshgrid, tags=SHAPE)
@@ -282,23 +282,23 @@ def block_diag(*tensors: TensorProxy) -> TensorProxy:
 
 
 @torchsymbol(torch.combinations, tags=SHAPE)
-def combinations(a: TensorProxy, r: int = 2, with_replacement: bool = False) -> TensorProxy:
+def combinations(input: TensorProxy, r: int = 2, with_replacement: bool = False) -> TensorProxy:
     """The rows of ``itertools.combinations`` of ``a``'s elements: an index_select by constant indices."""
     import itertools
 
-    if a.ndim != 1:
-        raise RuntimeError(f"Expect a 1D vector, but got shape {list(a.shape)}")
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
-        return prims.full((0,), 0, device=a.device, dtype=a.dtype)
+        return prims.full((0,), 0, device=input.device, dtype=input.dtype)
     choose = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    rows = list(choose(range(a.shape[0]), r))
+    rows = list(choose(range(input.shape[0]), r))
     flat = [i for row in rows for i in row]
-    index = prims.tensor_from_sequence(flat, device=a.device, dtype=dtypes.int64) if flat else None
+    index = prims.tensor_from_sequence(flat, device=input.device, dtype=dtypes.int64) if flat else None
     if index is None:
-        return prims.full((0, r), 0, device=a.device, dtype=a.dtype)
-    return prims.reshape(prims.take(a, index, 0), (len(rows), r))
+        return prims.full((0, r), 0, device=input.device, dtype=input.dtype)
+    return prims.reshape(prims.take(input, index, 0), (len(rows), r))
 
 
 @torchsymbol(torch._chunk_cat, name="chunk_cat", tags=SHAPE)

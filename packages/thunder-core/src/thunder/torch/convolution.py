@@ -112,42 +112,42 @@ def _convolve_transposed(name: str, spatial: int, a: TensorProxy, weight: Tensor
 
 
 @torchsymbol(F.conv1d, torch.conv1d)
-def conv1d(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1, padding: Any = 0,
+def conv1d(input: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1, padding: Any = 0,
            dilation: Any = 1, groups: int = 1) -> TensorProxy:  # fmt: skip
-    return _convolve("conv1d", 1, a, weight, bias, stride, padding, dilation, groups)
+    return _convolve("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
 @torchsymbol(F.conv2d, torch.conv2d)
-def conv2d(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1, padding: Any = 0,
+def conv2d(input: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1, padding: Any = 0,
            dilation: Any = 1, groups: int = 1) -> TensorProxy:  # fmt: skip
-    return _convolve("conv2d", 2, a, weight, bias, stride, padding, dilation, groups)
+    return _convolve("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
 @torchsymbol(F.conv3d, torch.conv3d)
-def conv3d(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1, padding: Any = 0,
+def conv3d(input: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1, padding: Any = 0,
            dilation: Any = 1, groups: int = 1) -> TensorProxy:  # fmt: skip
-    return _convolve("conv3d", 3, a, weight, bias, stride, padding, dilation, groups)
+    return _convolve("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
 @torchsymbol(F.conv_transpose1d, torch.conv_transpose1d)
-def conv_transpose1d(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1,
+def conv_transpose1d(input: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1,
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> TensorProxy:  # fmt: skip
     return _convolve_transposed(
-        "conv_transpose1d", 1, a, weight, bias, stride, padding, output_padding, groups, dilation
+        "conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups, dilation
     )
 
 
 @torchsymbol(F.conv_transpose2d, torch.conv_transpose2d)
-def conv_transpose2d(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1,
+def conv_transpose2d(input: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1,
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> TensorProxy:  # fmt: skip
     return _convolve_transposed(
-        "conv_transpose2d", 2, a, weight, bias, stride, padding, output_padding, groups, dilation
+        "conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups, dilation
     )
 
 
 @torchsymbol(F.conv_transpose3d, torch.conv_transpose3d)
-def conv_transpose3d(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1,
+def conv_transpose3d(input: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None, stride: Any = 1,
                      padding: Any = 0, output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> TensorProxy:  # fmt: skip
     return _convolve_transposed(
-        "conv_transpose3d", 3, a, weight, bias, stride, padding, output_padding, groups, dilation
+        "conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups, dilation
     )

@@ -29,24 +29,24 @@ def apply_elementwise(prim: Symbol, *args: Any, kind: PromotionKind) -> Any:
 
 
 def _unary(prim: Symbol, kind: PromotionKind = DEFAULT) -> Callable[[Any], Any]:
-    def op(a: Any) -> Any:
-        return apply_elementwise(prim, a, kind=kind)
+    def op(input: Any) -> Any:
+        return apply_elementwise(prim, input, kind=kind)
 
     op.__name__ = prim.name
     return op
 
 
 def _binary(prim: Symbol, kind: PromotionKind = DEFAULT) -> Callable[[Any, Any], Any]:
-    def op(a: Any, b: Any) -> Any:
-        return apply_elementwise(prim, a, b, kind=kind)
+    def op(input: Any, other: Any) -> Any:
+        return apply_elementwise(prim, input, other, kind=kind)
 
     op.__name__ = prim.name
     return op
 
 
-def _register(name: str, op: Callable, *, torch_fns: tuple = (), method: bool = True) -> Symbol:
+def _register(name: str, op: Callable, *, torch_fns: tuple = (), methods: tuple[str, ...] = ()) -> Symbol:
     fns = torch_fns or tuple(f for f in (getattr(torch, name, None), getattr(torch.Tensor, name, None)) if f)
-    return torchsymbol(*fns, method=name if method else (), name=name, tags=ELEMENTWISE)(op)
+    return torchsymbol(*fns, method=methods or name, name=name, tags=ELEMENTWISE)(op)
 
 
 # One line per op: the torch name, the prim, the promotion kind.
@@ -84,9 +84,9 @@ mul = _register(
     "mul",
     _binary(prims.mul, DEFAULT),
     torch_fns=(torch.mul, torch.Tensor.mul, torch.multiply, torch.Tensor.multiply),
+    methods=("mul", "multiply"),
 )
 true_divide = _register("true_divide", _binary(prims.div, INT_TO_FLOAT))
-pow = _register("pow", _binary(prims.pow, DEFAULT))
 remainder = _register("remainder", _binary(prims.remainder, DEFAULT))
 fmod = _register("fmod", _binary(prims.fmod, DEFAULT))
 maximum = _register("maximum", _binary(prims.maximum, DEFAULT))
@@ -124,38 +124,45 @@ bitwise_left_shift = _register("bitwise_left_shift", _binary(prims.bitwise_left_
 bitwise_right_shift = _register("bitwise_right_shift", _binary(prims.bitwise_right_shift, DEFAULT))
 
 
+@torchsymbol(torch.pow, torch.Tensor.pow, method="pow", tags=ELEMENTWISE)
+def pow(input: Any, exponent: Any) -> Any:  # noqa: A001 -- torch's name
+    return apply_elementwise(prims.pow, input, exponent, kind=DEFAULT)
+
+
 @torchsymbol(torch.abs, torch.Tensor.abs, method="abs", tags=ELEMENTWISE)
-def abs(a: Any) -> Any:  # noqa: A001
-    return apply_elementwise(prims.abs, a, kind=PromotionKind.COMPLEX_TO_FLOAT)
+def abs(input: Any) -> Any:  # noqa: A001
+    return apply_elementwise(prims.abs, input, kind=PromotionKind.COMPLEX_TO_FLOAT)
 
 
 @torchsymbol(torch.positive, torch.Tensor.positive, method="positive", tags=ELEMENTWISE)
-def positive(a: Any) -> Any:
-    return a
+def positive(input: Any) -> Any:
+    return input
 
 
 @torchsymbol(torch.add, torch.Tensor.add, method="add", tags=ELEMENTWISE)
-def add(a: Any, b: Any, *, alpha: Any = None) -> Any:
+def add(input: Any, other: Any, *, alpha: Any = None) -> Any:
     if alpha is not None:
-        b = b * alpha
-    return apply_elementwise(prims.add, a, b, kind=DEFAULT)
+        other = other * alpha
+    return apply_elementwise(prims.add, input, other, kind=DEFAULT)
 
 
 @torchsymbol(torch.sub, torch.subtract, torch.Tensor.sub, method="sub", tags=ELEMENTWISE, name="sub")
-def sub(a: Any, b: Any, *, alpha: Any = None) -> Any:
+def sub(input: Any, other: Any, *, alpha: Any = None) -> Any:
     if alpha is not None:
-        b = b * alpha
-    return apply_elementwise(prims.sub, a, b, kind=DEFAULT)
+        other = other * alpha
+    return apply_elementwise(prims.sub, input, other, kind=DEFAULT)
 
 
-@torchsymbol(torch.div, torch.divide, torch.Tensor.div, torch.Tensor.divide, method="div", tags=ELEMENTWISE)
-def div(a: Any, b: Any, *, rounding_mode: str | None = None) -> Any:
+@torchsymbol(
+    torch.div, torch.divide, torch.Tensor.div, torch.Tensor.divide, method=("div", "divide"), tags=ELEMENTWISE
+)
+def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Any:
     if rounding_mode is None:
-        return apply_elementwise(prims.div, a, b, kind=INT_TO_FLOAT)
+        return apply_elementwise(prims.div, input, other, kind=INT_TO_FLOAT)
     if rounding_mode == "trunc":
-        return _trunc_divide(a, b)
+        return _trunc_divide(input, other)
     if rounding_mode == "floor":
-        return floor_divide(a, b)
+        return floor_divide(input, other)
     raise ValueError(
         f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}"
     )
@@ -173,24 +180,24 @@ def _trunc_divide(a: Any, b: Any) -> Any:
 
 
 @torchsymbol(torch.floor_divide, torch.Tensor.floor_divide, method="floor_divide", tags=ELEMENTWISE)
-def floor_divide(a: Any, b: Any) -> Any:
-    computation_dtype, result_dtype = elementwise_dtypes(a, b, kind=DEFAULT)
-    a, b = (to_dtype(x, computation_dtype) for x in broadcast(a, b))
+def floor_divide(input: Any, other: Any) -> Any:
+    computation_dtype, result_dtype = elementwise_dtypes(input, other, kind=DEFAULT)
+    input, other = (to_dtype(x, computation_dtype) for x in broadcast(input, other))
     if computation_dtype.is_floating_point:
-        return to_dtype(prims.floor(prims.div(a, b)), result_dtype)
+        return to_dtype(prims.floor(prims.div(input, other)), result_dtype)
     # Integer floor division is exact once the (floor-mode) remainder is taken off.
-    return to_dtype(prims.div(prims.sub(a, prims.remainder(a, b)), b), result_dtype)
+    return to_dtype(prims.div(prims.sub(input, prims.remainder(input, other)), other), result_dtype)
 
 
 @torchsymbol(torch.round, torch.Tensor.round, method="round", tags=ELEMENTWISE)
-def round(a: Any, *, decimals: int = 0) -> Any:  # noqa: A001 -- torch's name
+def round(input: Any, *, decimals: int = 0) -> Any:  # noqa: A001 -- torch's name
     if decimals == 0:
-        return apply_elementwise(prims.round, a, kind=DEFAULT)
-    if not (a.dtype.is_floating_point or a.dtype.is_complex):
-        raise RuntimeError(f"round with decimals is not implemented for {a.dtype.name}")
+        return apply_elementwise(prims.round, input, kind=DEFAULT)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"round with decimals is not implemented for {input.dtype.name}")
     # as PyTorch's kernel: scale by a power of ten, round half to even, scale back
-    computation_dtype, result_dtype = elementwise_dtypes(a, kind=DEFAULT)
-    x = to_dtype(a, computation_dtype)
+    computation_dtype, result_dtype = elementwise_dtypes(input, kind=DEFAULT)
+    x = to_dtype(input, computation_dtype)
     scale = 10.0 ** (decimals if decimals > 0 else -decimals)  # the builtin abs is shadowed here
     if decimals > 0:
         rounded = prims.div(prims.round(prims.mul(x, scale)), scale)
@@ -200,11 +207,11 @@ def round(a: Any, *, decimals: int = 0) -> Any:  # noqa: A001 -- torch's name
 
 
 @torchsymbol(torch.where, tags=ELEMENTWISE)
-def where(condition: Any, a: Any, b: Any) -> Any:
-    _, result_dtype = elementwise_dtypes(a, b, kind=DEFAULT)
-    condition, a, b = broadcast(condition, a, b)
+def where(condition: Any, input: Any, other: Any) -> Any:
+    _, result_dtype = elementwise_dtypes(input, other, kind=DEFAULT)
+    condition, input, other = broadcast(condition, input, other)
     return prims.where(
-        to_dtype(condition, dtypes.bool8), to_dtype(a, result_dtype), to_dtype(b, result_dtype)
+        to_dtype(condition, dtypes.bool8), to_dtype(input, result_dtype), to_dtype(other, result_dtype)
     )
 
 
@@ -217,13 +224,13 @@ def tensor_where(a: Any, condition: Any, other: Any) -> Any:
 @torchsymbol(
     torch.clamp, torch.clip, torch.Tensor.clamp, torch.Tensor.clip, method=("clamp", "clip"), tags=ELEMENTWISE
 )
-def clamp(a: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 -- torch's parameter names
+def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 -- torch's parameter names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if a.dtype.is_complex:
+    if input.dtype.is_complex:
         raise RuntimeError("clamp is not supported for complex types")
-    computation_dtype, result_dtype = elementwise_dtypes(a, min, max, kind=DEFAULT)
-    result = to_dtype(a, computation_dtype)
+    computation_dtype, result_dtype = elementwise_dtypes(input, min, max, kind=DEFAULT)
+    result = to_dtype(input, computation_dtype)
     if min is not None:
         result = _clamp_bound(result, to_dtype(min, computation_dtype), lower=True)
     if max is not None:
@@ -243,10 +250,10 @@ def _clamp_bound(a: Any, bound: Any, lower: bool) -> Any:
 
 
 @torchsymbol(torch.clamp_min, torch.Tensor.clamp_min, method="clamp_min", tags=ELEMENTWISE)
-def clamp_min(a: Any, min: Any) -> Any:  # noqa: A002
-    return clamp(a, min, None)
+def clamp_min(input: Any, min: Any) -> Any:  # noqa: A002
+    return clamp(input, min, None)
 
 
 @torchsymbol(torch.clamp_max, torch.Tensor.clamp_max, method="clamp_max", tags=ELEMENTWISE)
-def clamp_max(a: Any, max: Any) -> Any:  # noqa: A002
-    return clamp(a, None, max)
+def clamp_max(input: Any, max: Any) -> Any:  # noqa: A002
+    return clamp(input, None, max)

@@ -34,7 +34,7 @@ def _padding_index(padding_idx: int | None, rows: int) -> int | None:
 
 
 @torchsymbol(F.embedding)
-def embedding(a: TensorProxy, weight: TensorProxy, padding_idx: int | None = None, max_norm: float | None = None,
+def embedding(input: TensorProxy, weight: TensorProxy, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> TensorProxy:  # fmt: skip
     if max_norm is not None:
         raise NotImplementedError(
@@ -42,13 +42,13 @@ def embedding(a: TensorProxy, weight: TensorProxy, padding_idx: int | None = Non
         )
     if weight.ndim != 2:
         raise RuntimeError(f"'weight' must be 2-D, got {weight.ndim}-D")
-    if a.dtype.is_floating_point or a.dtype.is_complex or a.dtype is dtypes.bool8:
+    if input.dtype.is_floating_point or input.dtype.is_complex or input.dtype is dtypes.bool8:
         raise RuntimeError(
-            f"Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {a.dtype} instead"
+            f"Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {input.dtype} instead"
         )
     _padding_index(padding_idx, weight.shape[0])
-    rows = prims.take(weight, _flat(a), 0)
-    return prims.reshape(rows, (*a.shape, weight.shape[1]))
+    rows = prims.take(weight, _flat(input), 0)
+    return prims.reshape(rows, (*input.shape, weight.shape[1]))
 
 
 def _embedding_backward(g: TensorProxy, a: TensorProxy, num_weights: int, padding_idx: int | None,
@@ -87,7 +87,7 @@ def _embedding_vjp(g: Any, a: TensorProxy, weight: TensorProxy, padding_idx: int
 
 
 @torchsymbol(F.embedding_bag)
-def embedding_bag(a: TensorProxy, weight: TensorProxy, offsets: TensorProxy | None = None, max_norm: float | None = None,
+def embedding_bag(input: TensorProxy, weight: TensorProxy, offsets: TensorProxy | None = None, max_norm: float | None = None,
                   norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
                   per_sample_weights: TensorProxy | None = None, include_last_offset: bool = False,
                   padding_idx: int | None = None) -> TensorProxy:  # fmt: skip
@@ -103,11 +103,11 @@ def embedding_bag(a: TensorProxy, weight: TensorProxy, offsets: TensorProxy | No
         )
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
-    if per_sample_weights is not None and (mode != "sum" or per_sample_weights.shape != a.shape):
+    if per_sample_weights is not None and (mode != "sum" or per_sample_weights.shape != input.shape):
         raise NotImplementedError(
             "embedding_bag: per_sample_weights need mode='sum' and the shape of the input"
         )
-    index, bag, bags = _bags(a, offsets, include_last_offset)
+    index, bag, bags = _bags(input, offsets, include_last_offset)
     padding = _padding_index(padding_idx, weight.shape[0])
     if padding is not None:  # padded positions go to an extra bag that is dropped at the end
         bag = ew.where(ew.eq(index, padding), bags, bag)
@@ -162,13 +162,13 @@ def _bags(
 
 
 @torchsymbol(F.one_hot)
-def one_hot(a: TensorProxy, num_classes: int = -1) -> TensorProxy:
+def one_hot(input: TensorProxy, num_classes: int = -1) -> TensorProxy:
     if num_classes == -1:
         raise NotImplementedError(
             "one_hot with num_classes=-1 depends on the data (its maximum); pass num_classes"
         )
-    if a.dtype is not dtypes.int64:
+    if input.dtype is not dtypes.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    classes = prims.iota(num_classes, start=0, step=1, device=a.device, dtype=dtypes.int64)
-    matches = ew.eq(prims.reshape(a, (*a.shape, 1)), prims.reshape(classes, (1,) * a.ndim + (num_classes,)))
+    classes = prims.iota(num_classes, start=0, step=1, device=input.device, dtype=dtypes.int64)
+    matches = ew.eq(prims.reshape(input, (*input.shape, 1)), prims.reshape(classes, (1,) * input.ndim + (num_classes,)))
     return to_dtype(matches, dtypes.int64)

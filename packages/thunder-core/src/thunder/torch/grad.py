@@ -16,6 +16,6 @@ STOP_GRADIENT = frozenset({"stop_gradient"})
 
 
 @torchsymbol(torch.detach, torch.Tensor.detach, method="detach", tags=STOP_GRADIENT)
-def detach(a: TensorProxy) -> TensorProxy:
+def detach(input: TensorProxy) -> TensorProxy:
     # A fresh proxy (not ``a`` itself), so that the stop lies between two names in the trace.
-    return prims.convert_element_type(a, a.dtype)
+    return prims.convert_element_type(input, input.dtype)

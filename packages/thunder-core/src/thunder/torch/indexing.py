@@ -127,25 +127,25 @@ def _long_index(index: TensorProxy, name: str) -> TensorProxy:
 
 
 @torchsymbol(torch.gather, torch.Tensor.gather, method="gather", tags=INDEXING)
-def gather(a: TensorProxy, dim: int, index: TensorProxy, *, sparse_grad: bool = False) -> TensorProxy:
+def gather(input: TensorProxy, dim: int, index: TensorProxy, *, sparse_grad: bool = False) -> TensorProxy:
     index = _long_index(index, "gather")
     if index.numel() == 0:
-        return prims.full(index.shape, 0, device=a.device, dtype=a.dtype)
-    if a.ndim == 0 or index.ndim == 0:
-        if max(a.ndim, index.ndim) > 1 or a.ndim != index.ndim and (a.numel() != 1 or index.numel() != 1):
+        return prims.full(index.shape, 0, device=input.device, dtype=input.dtype)
+    if input.ndim == 0 or index.ndim == 0:
+        if max(input.ndim, index.ndim) > 1 or input.ndim != index.ndim and (input.numel() != 1 or index.numel() != 1):
             raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-        result = prims.take_along_axis(reshape(a, (1,)), reshape(index, (1,)), 0)
+        result = prims.take_along_axis(reshape(input, (1,)), reshape(index, (1,)), 0)
         return reshape(result, index.shape)
-    if index.ndim != a.ndim:
+    if index.ndim != input.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    d = canonical_dim(dim, a.ndim)
-    for i, (size, bound) in enumerate(zip(index.shape, a.shape)):
+    d = canonical_dim(dim, input.ndim)
+    for i, (size, bound) in enumerate(zip(index.shape, input.shape)):
         if i != d and size > bound:
             raise RuntimeError(f"Size does not match at dimension {i} expected index {list(index.shape)} to be "
-                               f"no larger than self {list(a.shape)} apart from dimension {d}")  # fmt: skip
+                               f"no larger than self {list(input.shape)} apart from dimension {d}")  # fmt: skip
     # gather reads the leading part of the other dims; take_along_axis wants them equal
     window = tuple(slice(0, s) if i != d else slice(None) for i, s in enumerate(index.shape))
-    return prims.take_along_axis(_apply_basic_index(a, window), index, d)
+    return prims.take_along_axis(_apply_basic_index(input, window), index, d)
 
 
 def _scatter_checks(a: TensorProxy, dim: int, index: TensorProxy, src: Any) -> int:
@@ -178,36 +178,36 @@ def _scatter_op(
 
 
 @torchsymbol(torch.scatter, torch.Tensor.scatter, method="scatter", tags=INDEXING)
-def scatter(a: TensorProxy, dim: int, index: TensorProxy, src: Any = None, *, value: Any = None,
+def scatter(input: TensorProxy, dim: int, index: TensorProxy, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> TensorProxy:  # fmt: skip
     src = value if src is None else src
-    if isinstance(src, TensorProxy) and src.ndim == 0 and a.ndim > 0 and index.ndim > 0:
-        src = to_dtype(src, a.dtype)
-        src = expand_to(reshape(src, (1,) * a.ndim), index.shape)
+    if isinstance(src, TensorProxy) and src.ndim == 0 and input.ndim > 0 and index.ndim > 0:
+        src = to_dtype(src, input.dtype)
+        src = expand_to(reshape(src, (1,) * input.ndim), index.shape)
     if not isinstance(src, TensorProxy):
-        src = to_dtype(src, a.dtype)
+        src = to_dtype(src, input.dtype)
         if reduce is not None:
-            src = prims.full(index.shape, src, device=a.device, dtype=a.dtype)
+            src = prims.full(index.shape, src, device=input.device, dtype=input.dtype)
     if reduce == "add":
-        return _scatter_op(prims.scatter_add, a, dim, index, src)
+        return _scatter_op(prims.scatter_add, input, dim, index, src)
     if reduce == "multiply":
-        return _scatter_op(prims.scatter_reduce, a, dim, index, src, "prod", True)
+        return _scatter_op(prims.scatter_reduce, input, dim, index, src, "prod", True)
     if reduce is not None:
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
-    return _scatter_op(prims.scatter, a, dim, index, src)
+    return _scatter_op(prims.scatter, input, dim, index, src)
 
 
 @torchsymbol(torch.scatter_add, torch.Tensor.scatter_add, method="scatter_add", tags=INDEXING)
-def scatter_add(a: TensorProxy, dim: int, index: TensorProxy, src: TensorProxy) -> TensorProxy:
-    return _scatter_op(prims.scatter_add, a, dim, index, src)
+def scatter_add(input: TensorProxy, dim: int, index: TensorProxy, src: TensorProxy) -> TensorProxy:
+    return _scatter_op(prims.scatter_add, input, dim, index, src)
 
 
 @torchsymbol(torch.scatter_reduce, torch.Tensor.scatter_reduce, method="scatter_reduce", tags=INDEXING)
-def scatter_reduce(a: TensorProxy, dim: int, index: TensorProxy, src: TensorProxy, reduce: str, *,
+def scatter_reduce(input: TensorProxy, dim: int, index: TensorProxy, src: TensorProxy, reduce: str, *,
                    include_self: bool = True) -> TensorProxy:  # fmt: skip
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    return _scatter_op(prims.scatter_reduce, a, dim, index, src, reduce, bool(include_self))
+    return _scatter_op(prims.scatter_reduce, input, dim, index, src, reduce, bool(include_self))
 
 
 def _vector_index(index: TensorProxy, name: str) -> TensorProxy:
@@ -218,12 +218,12 @@ def _vector_index(index: TensorProxy, name: str) -> TensorProxy:
 
 
 @torchsymbol(torch.index_select, torch.Tensor.index_select, method="index_select", tags=INDEXING)
-def index_select(a: TensorProxy, dim: int, index: TensorProxy) -> TensorProxy:
-    d = canonical_dim(dim, a.ndim)
+def index_select(input: TensorProxy, dim: int, index: TensorProxy) -> TensorProxy:
+    d = canonical_dim(dim, input.ndim)
     index = _vector_index(index, "index_select")
-    if a.ndim == 0:
-        return reshape(prims.take(reshape(a, (1,)), index, 0), ())
-    return prims.take(a, index, d)
+    if input.ndim == 0:
+        return reshape(prims.take(reshape(input, (1,)), index, 0), ())
+    return prims.take(input, index, d)
 
 
 def _index_update(prim: Any, name: str, a: TensorProxy, dim: int, index: TensorProxy,
@@ -249,32 +249,32 @@ def _index_update(prim: Any, name: str, a: TensorProxy, dim: int, index: TensorP
 
 @torchsymbol(torch.index_add, torch.Tensor.index_add, method="index_add", tags=INDEXING)
 def index_add(
-    a: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy, *, alpha: Any = 1
+    input: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy, *, alpha: Any = 1
 ) -> TensorProxy:
     if alpha != 1:
         source = to_dtype(prims.mul(source, to_dtype(alpha, source.dtype)), source.dtype)
-    return _index_update(prims.index_add, "index_add", a, dim, index, source)
+    return _index_update(prims.index_add, "index_add", input, dim, index, source)
 
 
 @torchsymbol(torch.index_copy, torch.Tensor.index_copy, method="index_copy", tags=INDEXING)
-def index_copy(a: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy) -> TensorProxy:
-    return _index_update(prims.index_copy, "index_copy", a, dim, index, source)
+def index_copy(input: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy) -> TensorProxy:
+    return _index_update(prims.index_copy, "index_copy", input, dim, index, source)
 
 
 @torchsymbol(torch.index_fill, torch.Tensor.index_fill, method="index_fill", tags=INDEXING)
-def index_fill(a: TensorProxy, dim: int, index: TensorProxy, value: Any) -> TensorProxy:
-    d = canonical_dim(dim, a.ndim)
+def index_fill(input: TensorProxy, dim: int, index: TensorProxy, value: Any) -> TensorProxy:
+    d = canonical_dim(dim, input.ndim)
     index = _vector_index(index, "index_fill")
     if isinstance(value, TensorProxy):
         if value.ndim != 0:
             raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor")
-        value = to_dtype(value, a.dtype)
-    shape = a.shape[:d] + (index.numel(),) + a.shape[d + 1 :] if a.ndim else (index.numel(),)
+        value = to_dtype(value, input.dtype)
+    shape = input.shape[:d] + (index.numel(),) + input.shape[d + 1 :] if input.ndim else (index.numel(),)
     if isinstance(value, TensorProxy):
         source = prims.broadcast_in_dim(value, shape, ())
     else:
-        source = prims.full(shape, to_dtype(value, a.dtype), device=a.device, dtype=a.dtype)
-    return _index_update(prims.index_copy, "index_fill", a, d, index, source)
+        source = prims.full(shape, to_dtype(value, input.dtype), device=input.device, dtype=input.dtype)
+    return _index_update(prims.index_copy, "index_fill", input, d, index, source)
 
 
 def _put_indices(a: TensorProxy, indices: Sequence[Any]) -> list[TensorProxy | None]:
@@ -292,24 +292,24 @@ def _put_indices(a: TensorProxy, indices: Sequence[Any]) -> list[TensorProxy | N
 
 
 @torchsymbol(torch.index_put, torch.Tensor.index_put, method="index_put", tags=INDEXING)
-def index_put(a: TensorProxy, indices: Sequence[Any], values: Any, accumulate: bool = False) -> TensorProxy:
+def index_put(input: TensorProxy, indices: Sequence[Any], values: Any, accumulate: bool = False) -> TensorProxy:
     """``a`` with ``a[indices] = values`` (or ``+=`` when ``accumulate``); ``indices`` as in ``aten.index``."""
-    index_list = _put_indices(a, indices)
+    index_list = _put_indices(input, indices)
     if not isinstance(values, TensorProxy):
-        values = prims.full((), to_dtype(values, a.dtype), device=a.device, dtype=a.dtype)
-    if values.dtype is not a.dtype:
+        values = prims.full((), to_dtype(values, input.dtype), device=input.device, dtype=input.dtype)
+    if values.dtype is not input.dtype:
         raise RuntimeError(
-            f"Index put requires the source and destination dtypes match, got {a.dtype.name} for the destination "
+            f"Index put requires the source and destination dtypes match, got {input.dtype.name} for the destination "
             f"and {values.dtype.name} for the source."
         )
     if not any(i is not None for i in index_list):
-        return expand_to(values, a.shape) if not accumulate else prims.add(a, expand_to(values, a.shape))
+        return expand_to(values, input.shape) if not accumulate else prims.add(input, expand_to(values, input.shape))
     if len(index_list) == 1 and index_list[0] is not None and index_list[0].dtype is dtypes.bool8:
-        return _masked_put(a, index_list[0], values, bool(accumulate))
+        return _masked_put(input, index_list[0], values, bool(accumulate))
     for index in index_list:
         if index is not None and index.dtype is dtypes.bool8:
             raise NotImplementedError(f"index_put with a boolean mask among other indices {_DATA_DEPENDENT}")
-    return prims.index_put(a, index_list, values, bool(accumulate))
+    return prims.index_put(input, index_list, values, bool(accumulate))
 
 
 def _masked_put(a: TensorProxy, mask: TensorProxy, values: TensorProxy, accumulate: bool) -> TensorProxy:
@@ -341,14 +341,14 @@ def _masked_put(a: TensorProxy, mask: TensorProxy, values: TensorProxy, accumula
 
 
 @torchsymbol(torch.Tensor.put, torch.put, method="put", tags=INDEXING)
-def put(a: TensorProxy, index: TensorProxy, source: TensorProxy, accumulate: bool = False) -> TensorProxy:
+def put(input: TensorProxy, index: TensorProxy, source: TensorProxy, accumulate: bool = False) -> TensorProxy:
     _int_index(index, "put")
     if index.numel() != source.numel():
         raise RuntimeError("put_(): Expected source and index to have the same number of elements")
-    flat = reshape(a, (a.numel(),))
-    positions = _wrap_negative(reshape(index, (index.numel(),)), a.numel())
+    flat = reshape(input, (input.numel(),))
+    positions = _wrap_negative(reshape(index, (index.numel(),)), input.numel())
     updated = index_put(flat, [positions], reshape(source, (source.numel(),)), accumulate)
-    return reshape(updated, a.shape)
+    return reshape(updated, input.shape)
 
 
 def _wrap_negative(index: TensorProxy, size: int) -> TensorProxy:
@@ -356,34 +356,34 @@ def _wrap_negative(index: TensorProxy, size: int) -> TensorProxy:
 
 
 @torchsymbol(torch.take, torch.Tensor.take, method="take", tags=INDEXING)
-def take(a: TensorProxy, index: TensorProxy) -> TensorProxy:
+def take(input: TensorProxy, index: TensorProxy) -> TensorProxy:
     _int_index(index, "take")
-    flat_index = _wrap_negative(reshape(index, (index.numel(),)), a.numel())
-    taken = prims.take(reshape(a, (a.numel(),)), flat_index, 0)
+    flat_index = _wrap_negative(reshape(index, (index.numel(),)), input.numel())
+    taken = prims.take(reshape(input, (input.numel(),)), flat_index, 0)
     return reshape(taken, index.shape)
 
 
 @torchsymbol(torch.take_along_dim, torch.Tensor.take_along_dim, method="take_along_dim", tags=INDEXING)
-def take_along_dim(a: TensorProxy, indices: TensorProxy, dim: int | None = None) -> TensorProxy:
+def take_along_dim(input: TensorProxy, indices: TensorProxy, dim: int | None = None) -> TensorProxy:
     _int_index(indices, "take_along_dim")
     if dim is None:
-        return take(a, reshape(indices, (indices.numel(),)))
-    if a.ndim != indices.ndim:
+        return take(input, reshape(indices, (indices.numel(),)))
+    if input.ndim != indices.ndim:
         raise RuntimeError(
             "torch.take_along_dim(): input and indices should have the same number of dimensions"
         )
-    d = canonical_dim(dim, a.ndim)
+    d = canonical_dim(dim, input.ndim)
     # the other dims broadcast
     a_shape = broadcast_shapes(
-        a.shape[:d] + (1,) + a.shape[d + 1 :], indices.shape[:d] + (1,) + indices.shape[d + 1 :]
+        input.shape[:d] + (1,) + input.shape[d + 1 :], indices.shape[:d] + (1,) + indices.shape[d + 1 :]
     )
-    a = expand_to(a, a_shape[:d] + (a.shape[d],) + a_shape[d + 1 :])
+    input = expand_to(input, a_shape[:d] + (input.shape[d],) + a_shape[d + 1 :])
     indices = expand_to(indices, a_shape[:d] + (indices.shape[d],) + a_shape[d + 1 :])
-    return prims.take_along_axis(a, indices, d)
+    return prims.take_along_axis(input, indices, d)
 
 
 @torchsymbol(torch.masked_fill, torch.Tensor.masked_fill, method="masked_fill", tags=INDEXING)
-def masked_fill(a: TensorProxy, mask: TensorProxy, value: Any) -> TensorProxy:
+def masked_fill(input: TensorProxy, mask: TensorProxy, value: Any) -> TensorProxy:
     if mask.dtype is not dtypes.bool8:
         raise RuntimeError(
             f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype.name}"
@@ -391,27 +391,27 @@ def masked_fill(a: TensorProxy, mask: TensorProxy, value: Any) -> TensorProxy:
     if isinstance(value, TensorProxy):
         if value.ndim != 0:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor")
-        value = to_dtype(value, a.dtype)
+        value = to_dtype(value, input.dtype)
     else:
-        value = to_dtype(value, a.dtype)
-    shape = broadcast_shapes(a.shape, mask.shape)
-    a, mask = expand_to(a, shape), expand_to(mask, shape)
+        value = to_dtype(value, input.dtype)
+    shape = broadcast_shapes(input.shape, mask.shape)
+    input, mask = expand_to(input, shape), expand_to(mask, shape)
     if isinstance(value, TensorProxy):
         value = expand_to(value, shape)
-    return prims.where(mask, value, a)
+    return prims.where(mask, value, input)
 
 
 @torchsymbol(torch.masked_scatter, torch.Tensor.masked_scatter, method="masked_scatter", tags=INDEXING)
-def masked_scatter(a: TensorProxy, mask: TensorProxy, source: TensorProxy) -> TensorProxy:
+def masked_scatter(input: TensorProxy, mask: TensorProxy, source: TensorProxy) -> TensorProxy:
     """The i-th True of ``mask`` (in order) takes ``source``'s i-th element: a gather at the running count."""
     if mask.dtype is not dtypes.bool8:
         raise RuntimeError(
             f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype.name}"
         )
-    if source.dtype is not a.dtype:
+    if source.dtype is not input.dtype:
         raise RuntimeError("masked_scatter: expected self and source to have same dtypes")
-    shape = broadcast_shapes(a.shape, mask.shape)
-    a, mask = expand_to(a, shape), expand_to(mask, shape)
+    shape = broadcast_shapes(input.shape, mask.shape)
+    input, mask = expand_to(input, shape), expand_to(mask, shape)
     flat_mask = reshape(mask, (mask.numel(),))
     counts = prims.cumsum(to_dtype(flat_mask, dtypes.int64), 0) if flat_mask.ndim else flat_mask
     # positions where mask is False read element 0 (if any) and are discarded; a short source makes
@@ -419,13 +419,13 @@ def masked_scatter(a: TensorProxy, mask: TensorProxy, source: TensorProxy) -> Te
     positions = prims.where(flat_mask, prims.sub(counts, 1), 0)
     flat_source = reshape(source, (source.numel(),))
     if source.numel() == 0:
-        flat_source = prims.full((1,), 0, device=a.device, dtype=a.dtype)
+        flat_source = prims.full((1,), 0, device=input.device, dtype=input.dtype)
     taken = reshape(prims.take(flat_source, positions, 0), shape)
-    return prims.where(mask, taken, a)
+    return prims.where(mask, taken, input)
 
 
 @torchsymbol(torch.masked_select, torch.Tensor.masked_select, method="masked_select", tags=INDEXING)
-def masked_select(a: TensorProxy, mask: TensorProxy) -> TensorProxy:
+def masked_select(input: TensorProxy, mask: TensorProxy) -> TensorProxy:
     raise NotImplementedError(f"masked_select {_DATA_DEPENDENT}")
 
 
@@ -435,60 +435,60 @@ def _positions_along(a: TensorProxy, dim: int, start: int, length: int, step: in
 
 
 @torchsymbol(torch.slice_scatter, tags=INDEXING)
-def slice_scatter(a: TensorProxy, src: TensorProxy, dim: int = 0, start: int | None = None,
+def slice_scatter(input: TensorProxy, src: TensorProxy, dim: int = 0, start: int | None = None,
                   end: int | None = None, step: int = 1) -> TensorProxy:  # fmt: skip
     """``a`` with ``a[..., start:end:step, ...] = src`` along ``dim``."""
-    d = canonical_dim(dim, a.ndim)
+    d = canonical_dim(dim, input.ndim)
     if step <= 0:
         raise RuntimeError("slice step must be positive")
-    lo, hi, st = slice(start, end, step).indices(a.shape[d])
+    lo, hi, st = slice(start, end, step).indices(input.shape[d])
     length = max(0, (hi - lo + st - 1) // st)
-    expected = a.shape[:d] + (length,) + a.shape[d + 1 :]
+    expected = input.shape[:d] + (length,) + input.shape[d + 1 :]
     if src.shape != expected:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
                            f"slice size = {list(expected)}")  # fmt: skip
-    src = to_dtype(src, a.dtype)
+    src = to_dtype(src, input.dtype)
     if length == 0:
-        return a
-    return prims.index_copy(a, d, _positions_along(a, d, lo, length, st), src)
+        return input
+    return prims.index_copy(input, d, _positions_along(input, d, lo, length, st), src)
 
 
 @torchsymbol(torch.select_scatter, tags=INDEXING)
-def select_scatter(a: TensorProxy, src: TensorProxy, dim: int, index: int) -> TensorProxy:
-    d = canonical_dim(dim, a.ndim)
-    size = a.shape[d]
+def select_scatter(input: TensorProxy, src: TensorProxy, dim: int, index: int) -> TensorProxy:
+    d = canonical_dim(dim, input.ndim)
+    size = input.shape[d]
     if not -size <= index < size:
         raise IndexError(
-            f"select(): index {index} out of range for tensor of size {list(a.shape)} at dimension {d}"
+            f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {d}"
         )
-    expected = a.shape[:d] + a.shape[d + 1 :]
+    expected = input.shape[:d] + input.shape[d + 1 :]
     if src.shape != expected:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
                            f"slice size = {list(expected)}")  # fmt: skip
-    src = reshape(to_dtype(src, a.dtype), a.shape[:d] + (1,) + a.shape[d + 1 :])
-    return prims.index_copy(a, d, _positions_along(a, d, index % size, 1, 1), src)
+    src = reshape(to_dtype(src, input.dtype), input.shape[:d] + (1,) + input.shape[d + 1 :])
+    return prims.index_copy(input, d, _positions_along(input, d, index % size, 1, 1), src)
 
 
 @torchsymbol(torch.diagonal_scatter, tags=INDEXING)
 def diagonal_scatter(
-    a: TensorProxy, src: TensorProxy, offset: int = 0, dim1: int = 0, dim2: int = 1
+    input: TensorProxy, src: TensorProxy, offset: int = 0, dim1: int = 0, dim2: int = 1
 ) -> TensorProxy:
     from thunder.torch.views import _diagonal_shape, diagonal
 
-    d1, d2, length = _diagonal_shape(a, offset, dim1, dim2)
-    expected = diagonal(a, offset, dim1, dim2).shape
+    d1, d2, length = _diagonal_shape(input, offset, dim1, dim2)
+    expected = diagonal(input, offset, dim1, dim2).shape
     if src.shape != expected:
         raise RuntimeError(f"expected src to have a size equal to the diagonal of self. src size = "
                            f"{list(src.shape)}, diagonal size = {list(expected)}")  # fmt: skip
     if length == 0:
-        return a
-    m = a.shape[d2]
-    moved = movedim(a, (d1, d2), (-2, -1))
+        return input
+    m = input.shape[d2]
+    moved = movedim(input, (d1, d2), (-2, -1))
     batch = moved.shape[:-2]
     flat = reshape(moved, (*batch, moved.shape[-2] * m))
     start = offset if offset >= 0 else -offset * m
-    positions = _positions_along(a, -1, start, length, m + 1)
-    updated = prims.index_copy(flat, flat.ndim - 1, positions, to_dtype(src, a.dtype))
+    positions = _positions_along(input, -1, start, length, m + 1)
+    updated = prims.index_copy(flat, flat.ndim - 1, positions, to_dtype(src, input.dtype))
     return movedim(reshape(updated, moved.shape), (-2, -1), (d1, d2))
 
 
@@ -521,28 +521,28 @@ def _clamped_indices(a: TensorProxy, indices: Sequence[TensorProxy | None]) -> l
 
 
 @torchsymbol(torch._unsafe_masked_index, name="unsafe_masked_index")
-def unsafe_masked_index(a: TensorProxy, mask: TensorProxy, indices: Sequence[TensorProxy | None],
+def unsafe_masked_index(input: TensorProxy, mask: TensorProxy, indices: Sequence[TensorProxy | None],
                         fill: Any) -> TensorProxy:  # fmt: skip
     """``a[indices]`` with out-of-range indices clamped, and ``fill`` where ``mask`` is False (torch._decomp)."""
     from thunder.torch.elementwise import where
 
     if mask.dtype is not dtypes.bool8:
         raise RuntimeError(f"_unsafe_masked_index found unexpected mask dtype {mask.dtype}")
-    if a.numel() == 0:
-        shape = prims.index(a, list(indices)).shape
-        return prims.full(shape, fill, device=a.device, dtype=a.dtype)
-    return where(mask, prims.index(a, _clamped_indices(a, indices)), to_dtype(fill, a.dtype))
+    if input.numel() == 0:
+        shape = prims.index(input, list(indices)).shape
+        return prims.full(shape, fill, device=input.device, dtype=input.dtype)
+    return where(mask, prims.index(input, _clamped_indices(input, indices)), to_dtype(fill, input.dtype))
 
 
 @torchsymbol(torch._unsafe_masked_index_put_accumulate, name="unsafe_masked_index_put_accumulate")
-def unsafe_masked_index_put_accumulate(a: TensorProxy, mask: TensorProxy, indices: Sequence[TensorProxy | None],
+def unsafe_masked_index_put_accumulate(input: TensorProxy, mask: TensorProxy, indices: Sequence[TensorProxy | None],
                                        values: TensorProxy) -> TensorProxy:  # fmt: skip
     """``a.index_put(indices, values, accumulate=True)`` of the values where ``mask`` holds (torch._decomp)."""
     from thunder.torch.elementwise import where
 
     if mask.dtype is not dtypes.bool8:
         raise RuntimeError(f"_unsafe_masked_index_put_accumulate found unexpected mask dtype {mask.dtype}")
-    if a.numel() == 0:
-        return prims.convert_element_type(a, a.dtype)
+    if input.numel() == 0:
+        return prims.convert_element_type(input, input.dtype)
     masked_values = where(mask, values, 0)
-    return prims.index_put(a, _clamped_indices(a, indices), to_dtype(masked_values, a.dtype), True)
+    return prims.index_put(input, _clamped_indices(input, indices), to_dtype(masked_values, input.dtype), True)

@@ -75,116 +75,116 @@ def _in_float(fn: Any, a: TensorProxy, product: TensorProxy, beta: Any, alpha: A
 
 @torchsymbol(torch.addmm, torch.Tensor.addmm, method="addmm")
 def addmm(
-    a: TensorProxy, mat1: TensorProxy, mat2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
+    input: TensorProxy, mat1: TensorProxy, mat2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
 ) -> TensorProxy:
     if mat1.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"addmm: expected 2-D matrices, got {mat1.ndim}-D and {mat2.ndim}-D")
-    _same_dtype("addmm", a, mat1, mat2)
-    beta, alpha = _scalars(a, beta, alpha)
-    return _in_float(_scaled_sum, a, prims.matmul(mat1, mat2), beta, alpha)
+    _same_dtype("addmm", input, mat1, mat2)
+    beta, alpha = _scalars(input, beta, alpha)
+    return _in_float(_scaled_sum, input, prims.matmul(mat1, mat2), beta, alpha)
 
 
 @torchsymbol(torch.baddbmm, torch.Tensor.baddbmm, method="baddbmm")
 def baddbmm(
-    a: TensorProxy, batch1: TensorProxy, batch2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
+    input: TensorProxy, batch1: TensorProxy, batch2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
 ) -> TensorProxy:
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"baddbmm: expected 3-D tensors, got {batch1.ndim}-D and {batch2.ndim}-D")
     if batch1.shape[0] != batch2.shape[0]:
         raise RuntimeError("baddbmm: batch1 and batch2 must have the same number of batches")
-    _same_dtype("baddbmm", a, batch1, batch2)
-    beta, alpha = _scalars(a, beta, alpha)
-    return _in_float(_scaled_sum, a, _float_matmul(batch1, batch2), beta, alpha)
+    _same_dtype("baddbmm", input, batch1, batch2)
+    beta, alpha = _scalars(input, beta, alpha)
+    return _in_float(_scaled_sum, input, _float_matmul(batch1, batch2), beta, alpha)
 
 
 @torchsymbol(torch.addbmm, torch.Tensor.addbmm, method="addbmm")
 def addbmm(
-    a: TensorProxy, batch1: TensorProxy, batch2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
+    input: TensorProxy, batch1: TensorProxy, batch2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
 ) -> TensorProxy:
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"addbmm: expected 3-D tensors, got {batch1.ndim}-D and {batch2.ndim}-D")
     if batch1.shape[0] != batch2.shape[0]:
         raise RuntimeError("addbmm: batch1 and batch2 must have the same number of batches")
-    _same_dtype("addbmm", a, batch1, batch2)
-    beta, alpha = _scalars(a, beta, alpha)
+    _same_dtype("addbmm", input, batch1, batch2)
+    beta, alpha = _scalars(input, beta, alpha)
     # one matrix product over the concatenated batch: (n, b*k) @ (b*k, p)
     b, n, k = batch1.shape
     p = batch2.shape[2]
     left = prims.reshape(prims.transpose(batch1, (1, 0, 2)), (n, b * k))
     right = prims.reshape(batch2, (b * k, p))
-    return _in_float(_scaled_sum, a, _float_matmul(left, right), beta, alpha)
+    return _in_float(_scaled_sum, input, _float_matmul(left, right), beta, alpha)
 
 
 @torchsymbol(torch.addmv, torch.Tensor.addmv, method="addmv")
 def addmv(
-    a: TensorProxy, mat: TensorProxy, vec: TensorProxy, *, beta: Any = 1, alpha: Any = 1
+    input: TensorProxy, mat: TensorProxy, vec: TensorProxy, *, beta: Any = 1, alpha: Any = 1
 ) -> TensorProxy:
     product = mv(mat, vec)
-    _same_dtype("addmv", a, mat, vec)
-    beta, alpha = _scalars(a, beta, alpha)
-    return _in_float(_scaled_sum, a, product, beta, alpha)
+    _same_dtype("addmv", input, mat, vec)
+    beta, alpha = _scalars(input, beta, alpha)
+    return _in_float(_scaled_sum, input, product, beta, alpha)
 
 
 @torchsymbol(torch.addr, torch.Tensor.addr, method="addr")
 def addr(
-    a: TensorProxy, vec1: TensorProxy, vec2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
+    input: TensorProxy, vec1: TensorProxy, vec2: TensorProxy, *, beta: Any = 1, alpha: Any = 1
 ) -> TensorProxy:
     if vec1.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"addr: expected 1-D vectors, got {vec1.ndim}-D and {vec2.ndim}-D")
-    _same_dtype("addr", a, vec1, vec2)
-    beta, alpha = _scalars(a, beta, alpha)
-    if a.dtype is dtypes.bool8:
+    _same_dtype("addr", input, vec1, vec2)
+    beta, alpha = _scalars(input, beta, alpha)
+    if input.dtype is dtypes.bool8:
         product = ew.bitwise_and(shape.unsqueeze(vec1, 1), shape.unsqueeze(vec2, 0))
-        return _scaled_sum(a, product, beta, alpha)
+        return _scaled_sum(input, product, beta, alpha)
     product = ew.mul(shape.unsqueeze(_to_float(vec1), 1), shape.unsqueeze(_to_float(vec2), 0))
-    return _in_float(_scaled_sum, a, product, beta, alpha)
+    return _in_float(_scaled_sum, input, product, beta, alpha)
 
 
 @torchsymbol(torch.mv, torch.Tensor.mv, method="mv")
-def mv(a: TensorProxy, vec: TensorProxy) -> TensorProxy:
-    if a.ndim != 2 or vec.ndim != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {a.ndim}, {vec.ndim}")
-    if a.shape[1] != vec.shape[0]:
+def mv(input: TensorProxy, vec: TensorProxy) -> TensorProxy:
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
+    if input.shape[1] != vec.shape[0]:
         raise RuntimeError(
-            f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), vec ({vec.shape[0]})"
+            f"size mismatch, got input ({input.shape[0]}), mat ({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})"
         )
-    _same_dtype("mv", a, vec)
-    return prims.matmul(a, vec)
+    _same_dtype("mv", input, vec)
+    return prims.matmul(input, vec)
 
 
 @torchsymbol(torch.dot, torch.Tensor.dot, method="dot")
-def dot(a: TensorProxy, b: TensorProxy) -> TensorProxy:
-    if a.ndim != 1 or b.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
-    if a.shape != b.shape:
+def dot(input: TensorProxy, tensor: TensorProxy) -> TensorProxy:
+    if input.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
+    if input.shape != tensor.shape:
         raise RuntimeError("inconsistent tensor size")
-    _same_dtype("dot", a, b)
-    return prims.matmul(a, b)
+    _same_dtype("dot", input, tensor)
+    return prims.matmul(input, tensor)
 
 
 @torchsymbol(torch.vdot, torch.Tensor.vdot, method="vdot")
-def vdot(a: TensorProxy, b: TensorProxy) -> TensorProxy:
-    if a.dtype.is_complex:
+def vdot(input: TensorProxy, other: TensorProxy) -> TensorProxy:
+    if input.dtype.is_complex:
         raise NotImplementedError("vdot of complex tensors (conjugation) is not supported by thunder yet")
-    return dot(a, b)
+    return dot(input, other)
 
 
 @torchsymbol(torch.outer, torch.ger, torch.Tensor.outer, torch.Tensor.ger, method=("outer", "ger"))
-def outer(a: TensorProxy, b: TensorProxy) -> TensorProxy:
-    if a.ndim != 1 or b.ndim != 1:
-        raise RuntimeError(f"outer: expected 1-D vectors, got {a.ndim}-D and {b.ndim}-D")
-    return ew.mul(shape.unsqueeze(a, 1), shape.unsqueeze(b, 0))
+def outer(input: TensorProxy, vec2: TensorProxy) -> TensorProxy:
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"outer: expected 1-D vectors, got {input.ndim}-D and {vec2.ndim}-D")
+    return ew.mul(shape.unsqueeze(input, 1), shape.unsqueeze(vec2, 0))
 
 
 @torchsymbol(torch.inner, torch.Tensor.inner, method="inner")
-def inner(a: TensorProxy, b: TensorProxy) -> TensorProxy:
-    if a.ndim == 0 or b.ndim == 0:
-        return ew.mul(a, b)
-    if a.shape[-1] != b.shape[-1]:
+def inner(input: TensorProxy, other: TensorProxy) -> TensorProxy:
+    if input.ndim == 0 or other.ndim == 0:
+        return ew.mul(input, other)
+    if input.shape[-1] != other.shape[-1]:
         raise RuntimeError(
-            f"inner() the last dimension must match on both input tensors but got shapes {a.shape} and {b.shape}"
+            f"inner() the last dimension must match on both input tensors but got shapes {input.shape} and {other.shape}"
         )
-    return tensordot(a, b, ([a.ndim - 1], [b.ndim - 1]))
+    return tensordot(input, other, ([input.ndim - 1], [other.ndim - 1]))
 
 
 @torchsymbol(torch.linalg.vecdot)
@@ -200,13 +200,13 @@ def vecdot(x: TensorProxy, y: TensorProxy, *, dim: int = -1) -> TensorProxy:
 
 
 @torchsymbol(torch.kron, torch.Tensor.kron, method="kron")
-def kron(a: TensorProxy, b: TensorProxy) -> TensorProxy:
-    ndim = max(a.ndim, b.ndim)
-    a_shape = (1,) * (ndim - a.ndim) + a.shape
-    b_shape = (1,) * (ndim - b.ndim) + b.shape
+def kron(input: TensorProxy, other: TensorProxy) -> TensorProxy:
+    ndim = max(input.ndim, other.ndim)
+    a_shape = (1,) * (ndim - input.ndim) + input.shape
+    b_shape = (1,) * (ndim - other.ndim) + other.shape
     # interleave: a's dims at even positions, b's at odd ones, so the product's reshape is kron
-    a_view = shape.reshape(a, tuple(s for size in a_shape for s in (size, 1)))
-    b_view = shape.reshape(b, tuple(s for size in b_shape for s in (1, size)))
+    a_view = shape.reshape(input, tuple(s for size in a_shape for s in (size, 1)))
+    b_view = shape.reshape(other, tuple(s for size in b_shape for s in (1, size)))
     return shape.reshape(ew.mul(a_view, b_view), tuple(x * y for x, y in zip(a_shape, b_shape)))
 
 
@@ -311,16 +311,16 @@ def _chain_product(matrices: Sequence[TensorProxy], split: list[list[int]], i: i
 
 @torchsymbol(F.bilinear)
 def bilinear(
-    a: TensorProxy, b: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None
+    input1: TensorProxy, input2: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None
 ) -> TensorProxy:
-    if a.shape[:-1] != b.shape[:-1]:
-        raise RuntimeError(f"bilinear: input batch dimensions differ: {a.shape} and {b.shape}")
-    if weight.ndim != 3 or weight.shape[1] != a.shape[-1] or weight.shape[2] != b.shape[-1]:
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear: input batch dimensions differ: {input1.shape} and {input2.shape}")
+    if weight.ndim != 3 or weight.shape[1] != input1.shape[-1] or weight.shape[2] != input2.shape[-1]:
         raise RuntimeError(
-            f"bilinear: weight of shape {weight.shape} does not fit inputs {a.shape} and {b.shape}"
+            f"bilinear: weight of shape {weight.shape} does not fit inputs {input1.shape} and {input2.shape}"
         )
-    _same_dtype("bilinear", a, b, weight, bias)
-    result = einsum("...i,oij,...j->...o", a, weight, b)
+    _same_dtype("bilinear", input1, input2, weight, bias)
+    result = einsum("...i,oij,...j->...o", input1, weight, input2)
     return ew.add(result, bias) if bias is not None else result
 
 
@@ -490,17 +490,17 @@ def _cross(a: TensorProxy, b: TensorProxy, dim: int) -> TensorProxy:
 
 
 @torchsymbol(torch.linalg.cross, name="linalg_cross")
-def linalg_cross(a: TensorProxy, b: TensorProxy, *, dim: int = -1) -> TensorProxy:
-    return _cross(a, b, dim)
+def linalg_cross(input: TensorProxy, other: TensorProxy, *, dim: int = -1) -> TensorProxy:
+    return _cross(input, other, dim)
 
 
 @torchsymbol(torch.cross, torch.Tensor.cross, method="cross")
-def cross(a: TensorProxy, b: TensorProxy, dim: int | None = None) -> TensorProxy:
+def cross(input: TensorProxy, other: TensorProxy, dim: int | None = None) -> TensorProxy:
     if dim is None:  # eager's deprecated default: the first dim of size 3
-        dim = next((i for i, size in enumerate(broadcast_shapes(a.shape, b.shape)) if size == 3), None)
+        dim = next((i for i, size in enumerate(broadcast_shapes(input.shape, other.shape)) if size == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
-    return _cross(a, b, dim)
+    return _cross(input, other, dim)
 
 
 @torchsymbol(torch.linalg.vander, name="vander")

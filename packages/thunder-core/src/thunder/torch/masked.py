@@ -225,12 +225,12 @@ def _normalize(a: TensorProxy, ord: float, dim: int, *, eps: float = 1e-12, dtyp
 
 
 @torchsymbol(torch.masked.logaddexp, tags=frozenset({"elementwise"}))
-def masked_logaddexp(a: TensorProxy, other: TensorProxy, *, dtype: Any = None, input_mask: Any = None,
+def masked_logaddexp(input: TensorProxy, other: TensorProxy, *, dtype: Any = None, input_mask: Any = None,
                      other_mask: Any = None) -> TensorProxy:  # fmt: skip
     from thunder.torch.pointwise import logaddexp
 
-    dtype = dtypes.to_dtype(dtype if dtype is not None else a.dtype)
-    return to_dtype(logaddexp(_combined("max", a, input_mask), _combined("max", other, other_mask)), dtype)
+    dtype = dtypes.to_dtype(dtype if dtype is not None else input.dtype)
+    return to_dtype(logaddexp(_combined("max", input, input_mask), _combined("max", other, other_mask)), dtype)
 
 
 masked_var = _masked("var", _std_var(take_sqrt=False))

@@ -18,55 +18,55 @@ from thunder.torch.views import _slice_dim, diagonal, narrow
 
 
 @torchsymbol(torch.clone, torch.Tensor.clone, method="clone")
-def clone(a: TensorProxy, *, memory_format: Any = None) -> TensorProxy:
+def clone(input: TensorProxy, *, memory_format: Any = None) -> TensorProxy:
     """A copy: a new tensor (never the input itself, which the caller could then write into)."""
-    return prims.copy(a)
+    return prims.copy(input)
 
 
 @torchsymbol(torch.fill, method="fill")
-def fill(a: TensorProxy, value: Any) -> TensorProxy:
+def fill(input: TensorProxy, value: Any) -> TensorProxy:
     if isinstance(value, TensorProxy):
         if value.ndim != 0:
             raise RuntimeError(
                 f"fill only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
             )
-        return prims.broadcast_in_dim(to_dtype(value, a.dtype), a.shape, ())
-    return prims.full(a.shape, to_dtype(value, a.dtype), device=a.device, dtype=a.dtype)
+        return prims.broadcast_in_dim(to_dtype(value, input.dtype), input.shape, ())
+    return prims.full(input.shape, to_dtype(value, input.dtype), device=input.device, dtype=input.dtype)
 
 
 @torchsymbol(torch.trace, torch.Tensor.trace, method="trace")
-def trace(a: TensorProxy) -> TensorProxy:
-    if a.ndim != 2:
-        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {a.ndim}")
-    return sum_(diagonal(a))
+def trace(input: TensorProxy) -> TensorProxy:
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return sum_(diagonal(input))
 
 
 @torchsymbol(torch.diff, torch.Tensor.diff, method="diff")
-def diff(a: TensorProxy, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> TensorProxy:
-    if a.ndim == 0:
+def diff(input: TensorProxy, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> TensorProxy:
+    if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
-    d = canonical_dim(dim, a.ndim)
+    d = canonical_dim(dim, input.ndim)
     if n == 0:
-        return a
-    edge = a.shape[:d] + (1,) + a.shape[d + 1 :]
+        return input
+    edge = input.shape[:d] + (1,) + input.shape[d + 1 :]
 
     def as_part(x: Any) -> TensorProxy:
         if not isinstance(x, TensorProxy):
-            return prims.full(edge, x, device=a.device, dtype=a.dtype)
+            return prims.full(edge, x, device=input.device, dtype=input.dtype)
         return expand_to(x, edge) if x.ndim == 0 else x
 
-    parts = [as_part(x) if x is not a else a for x in (prepend, a, append) if x is not None]
+    parts = [as_part(x) if x is not input else input for x in (prepend, input, append) if x is not None]
     if len(parts) > 1:
-        a = cat(parts, d)
+        input = cat(parts, d)
     for _ in range(n):
-        length = a.shape[d]
+        length = input.shape[d]
         if length == 0:
             break
-        later, earlier = _slice_dim(a, d, 1, length), _slice_dim(a, d, 0, length - 1)
-        a = prims.bitwise_xor(later, earlier) if a.dtype is dtypes.bool8 else sub(later, earlier)
-    return a
+        later, earlier = _slice_dim(input, d, 1, length), _slice_dim(input, d, 0, length - 1)
+        input = prims.bitwise_xor(later, earlier) if input.dtype is dtypes.bool8 else sub(later, earlier)
+    return input
 
 
 def _running(prim: Any, a: TensorProxy, dim: int) -> tuple[TensorProxy, TensorProxy]:
@@ -77,13 +77,13 @@ def _running(prim: Any, a: TensorProxy, dim: int) -> tuple[TensorProxy, TensorPr
 
 
 @torchsymbol(torch.cummax, torch.Tensor.cummax, method="cummax")
-def cummax(a: TensorProxy, dim: int) -> tuple[TensorProxy, TensorProxy]:
-    return _running(prims.cummax, a, dim)
+def cummax(input: TensorProxy, dim: int) -> tuple[TensorProxy, TensorProxy]:
+    return _running(prims.cummax, input, dim)
 
 
 @torchsymbol(torch.cummin, torch.Tensor.cummin, method="cummin")
-def cummin(a: TensorProxy, dim: int) -> tuple[TensorProxy, TensorProxy]:
-    return _running(prims.cummin, a, dim)
+def cummin(input: TensorProxy, dim: int) -> tuple[TensorProxy, TensorProxy]:
+    return _running(prims.cummin, input, dim)
 
 
 @torchsymbol(torch.isin)
@@ -103,7 +103,7 @@ def isin(
 
 
 @torchsymbol(torch.index_reduce, torch.Tensor.index_reduce, method="index_reduce")
-def index_reduce(a: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy, reduce: str, *,
+def index_reduce(input: TensorProxy, dim: int, index: TensorProxy, source: TensorProxy, reduce: str, *,
                  include_self: bool = True) -> TensorProxy:  # fmt: skip
     """The slices of ``source`` reduced into ``a`` at ``index`` along ``dim``: a scatter_reduce."""
     if reduce not in ("prod", "mean", "amax", "amin"):
@@ -112,18 +112,18 @@ def index_reduce(a: TensorProxy, dim: int, index: TensorProxy, source: TensorPro
         )
     if index.ndim > 1 or not dtypes.is_integer(index.dtype):
         raise IndexError("index_reduce_(): Index is supposed to be a vector of integers")
-    if source.dtype is not a.dtype:
+    if source.dtype is not input.dtype:
         raise RuntimeError("index_reduce_(): self and source expected to have the same dtype")
-    if a.ndim == 0:
-        a1, source1 = reshape(a, (1,)), reshape(source, (source.numel(),))
+    if input.ndim == 0:
+        a1, source1 = reshape(input, (1,)), reshape(source, (source.numel(),))
         return reshape(index_reduce(a1, 0, reshape(index, (index.numel(),)), source1, reduce,
                                     include_self=include_self), ())  # fmt: skip
-    d = canonical_dim(dim, a.ndim)
+    d = canonical_dim(dim, input.ndim)
     index = reshape(index, (index.numel(),))
     if source.ndim == 0:
         source = reshape(source, (1,))
     spread = prims.broadcast_in_dim(to_dtype(index, dtypes.int64), source.shape, (d,))
-    return prims.scatter_reduce(a, d, spread, source, reduce, bool(include_self))
+    return prims.scatter_reduce(input, d, spread, source, reduce, bool(include_self))
 
 
 def _trapezoid_spacing(y: TensorProxy, x: Any, dx: Any, d: int) -> Any:
@@ -190,10 +190,10 @@ def H(a: TensorProxy) -> TensorProxy:  # noqa: N802 -- torch's name
 
 
 @torchsymbol(method="mH")
-def mH(a: TensorProxy) -> TensorProxy:  # noqa: N802 -- torch's name
-    if a.dtype.is_complex:
+def mH(input: TensorProxy) -> TensorProxy:  # noqa: N802 -- torch's name
+    if input.dtype.is_complex:
         raise NotImplementedError("thunder does not support the conjugate transpose of complex tensors yet")
-    return mT(a)
+    return mT(input)
 
 
 # torch.Tensor.T and friends are properties: their OpInfos call ``x.T``; the symbols above stand for them.

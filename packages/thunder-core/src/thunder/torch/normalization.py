@@ -68,13 +68,13 @@ def _check_normalized_shape(
 
 
 @torchsymbol(F.layer_norm, torch.layer_norm)
-def layer_norm(a: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None = None,
+def layer_norm(input: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None = None,
                bias: TensorProxy | None = None, eps: float = 1e-5) -> TensorProxy:  # fmt: skip
-    normalized = _check_normalized_shape("layer_norm", a, normalized_shape, weight, bias)
-    if a.numel() == 0:
-        x = to_dtype(a, computation_dtype(a.dtype))
-        return to_dtype(_affine(x, weight, bias, normalized), a.dtype)
-    return layer_norm_with_statistics(a, normalized, weight, bias, eps)[0]
+    normalized = _check_normalized_shape("layer_norm", input, normalized_shape, weight, bias)
+    if input.numel() == 0:
+        x = to_dtype(input, computation_dtype(input.dtype))
+        return to_dtype(_affine(x, weight, bias, normalized), input.dtype)
+    return layer_norm_with_statistics(input, normalized, weight, bias, eps)[0]
 
 
 def _layer_norm_with_statistics(a: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None,
@@ -146,16 +146,16 @@ def _param_grad(values: TensorProxy, dims: Sequence[int], param: TensorProxy | N
 
 
 @torchsymbol(F.rms_norm, torch.rms_norm)
-def rms_norm(a: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None = None,
+def rms_norm(input: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None = None,
              eps: float | None = None) -> TensorProxy:  # fmt: skip
-    normalized = _check_normalized_shape("rms_norm", a, normalized_shape, weight)
-    x = to_dtype(a, computation_dtype(a.dtype))
-    dims = tuple(range(a.ndim - len(normalized), a.ndim))
-    rrms = _rms_reciprocal(x, dims, a.dtype, eps)
+    normalized = _check_normalized_shape("rms_norm", input, normalized_shape, weight)
+    x = to_dtype(input, computation_dtype(input.dtype))
+    dims = tuple(range(input.ndim - len(normalized), input.ndim))
+    rrms = _rms_reciprocal(x, dims, input.dtype, eps)
     result = ew.mul(x, rrms)
     if weight is not None:
         result = ew.mul(result, to_dtype(weight, result.dtype))
-    return to_dtype(result, a.dtype)
+    return to_dtype(result, input.dtype)
 
 
 def _rms_reciprocal(
@@ -189,16 +189,16 @@ def _rms_norm_vjp(g: Any, a: TensorProxy, normalized_shape: Any, weight: TensorP
 
 
 @torchsymbol(F.group_norm, torch.group_norm)
-def group_norm(a: TensorProxy, num_groups: int, weight: TensorProxy | None = None, bias: TensorProxy | None = None,
+def group_norm(input: TensorProxy, num_groups: int, weight: TensorProxy | None = None, bias: TensorProxy | None = None,
                eps: float = 1e-5) -> TensorProxy:  # fmt: skip
-    grouped, param_shape = _group_shape(a, num_groups, weight, bias)
-    x = to_dtype(a, computation_dtype(a.dtype))
-    if a.numel() == 0:
-        return to_dtype(_affine(x, weight, bias, param_shape), a.dtype)
+    grouped, param_shape = _group_shape(input, num_groups, weight, bias)
+    x = to_dtype(input, computation_dtype(input.dtype))
+    if input.numel() == 0:
+        return to_dtype(_affine(x, weight, bias, param_shape), input.dtype)
     xg = shape.reshape(x, grouped)
     mean, rstd = _statistics(xg, (2,), eps)
-    normalized = shape.reshape(ew.mul(ew.sub(xg, mean), rstd), a.shape)
-    return to_dtype(_affine(normalized, weight, bias, param_shape), a.dtype)
+    normalized = shape.reshape(ew.mul(ew.sub(xg, mean), rstd), input.shape)
+    return to_dtype(_affine(normalized, weight, bias, param_shape), input.dtype)
 
 
 def _group_shape(
@@ -250,36 +250,36 @@ def _channel_shape(a: TensorProxy) -> tuple[int, ...]:
 
 
 @torchsymbol(F.batch_norm)
-def batch_norm(a: TensorProxy, running_mean: TensorProxy | None, running_var: TensorProxy | None,
+def batch_norm(input: TensorProxy, running_mean: TensorProxy | None, running_var: TensorProxy | None,
                weight: TensorProxy | None = None, bias: TensorProxy | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> TensorProxy:  # fmt: skip
     """The normalized output. In training mode eager also updates the running statistics in place;
     ``batch_norm_running_stats`` gives their new values for the caller to write back."""
-    if a.ndim < 2:
-        if a.ndim == 1 and a.numel() == 0:  # eager accepts an empty vector and returns it
-            return ew.mul(a, 1)
-        raise RuntimeError(f"batch_norm: expected at least 2D input (got {a.ndim}D input)")
-    channels = a.shape[1]
+    if input.ndim < 2:
+        if input.ndim == 1 and input.numel() == 0:  # eager accepts an empty vector and returns it
+            return ew.mul(input, 1)
+        raise RuntimeError(f"batch_norm: expected at least 2D input (got {input.ndim}D input)")
+    channels = input.shape[1]
     for p in (running_mean, running_var, weight, bias):
         if p is not None and p.numel() != channels:
             raise RuntimeError(
                 f"batch_norm: expected a tensor of {channels} elements per channel, got {list(p.shape)}"
             )
-    x = to_dtype(a, computation_dtype(a.dtype))
-    reduced = (0,) + tuple(range(2, a.ndim))
+    x = to_dtype(input, computation_dtype(input.dtype))
+    reduced = (0,) + tuple(range(2, input.ndim))
     if training:
-        if a.shape[0] * math.prod(a.shape[2:]) == 1:
+        if input.shape[0] * math.prod(input.shape[2:]) == 1:
             raise ValueError(
-                f"Expected more than 1 value per channel when training, got input size {list(a.shape)}"
+                f"Expected more than 1 value per channel when training, got input size {list(input.shape)}"
             )
         mean, rstd = _statistics(x, reduced, eps)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("batch_norm: running_mean and running_var must be defined in evaluation mode")
-        param_shape = _channel_shape(a)
+        param_shape = _channel_shape(input)
         mean = shape.reshape(to_dtype(running_mean, x.dtype), param_shape)
         rstd = ew.rsqrt(ew.add(shape.reshape(to_dtype(running_var, x.dtype), param_shape), eps))
-    return to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, _channel_shape(a)), a.dtype)
+    return to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, _channel_shape(input)), input.dtype)
 
 
 def batch_norm_running_stats(a: TensorProxy, running_mean: TensorProxy, running_var: TensorProxy,
@@ -328,21 +328,21 @@ def _batch_norm_vjp(g: Any, a: TensorProxy, running_mean: Any, running_var: Any,
 
 
 @torchsymbol(F.instance_norm)
-def instance_norm(a: TensorProxy, running_mean: TensorProxy | None = None, running_var: TensorProxy | None = None,
+def instance_norm(input: TensorProxy, running_mean: TensorProxy | None = None, running_var: TensorProxy | None = None,
                   weight: TensorProxy | None = None, bias: TensorProxy | None = None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5) -> TensorProxy:  # fmt: skip
     """Per-sample, per-channel normalization; like batch_norm, running statistics are not updated here."""
-    if a.ndim < 3:
-        raise ValueError(f"instance_norm: expected at least 3D input (got {a.ndim}D input)")
-    if use_input_stats and math.prod(a.shape[2:]) <= 1:
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm: expected at least 3D input (got {input.ndim}D input)")
+    if use_input_stats and math.prod(input.shape[2:]) <= 1:
         raise ValueError(
-            f"Expected more than 1 spatial element when training, got input size {list(a.shape)}"
+            f"Expected more than 1 spatial element when training, got input size {list(input.shape)}"
         )
     if not use_input_stats:
-        return batch_norm(a, running_mean, running_var, weight, bias, False, momentum, eps)
-    x = to_dtype(a, computation_dtype(a.dtype))
-    mean, rstd = _statistics(x, tuple(range(2, a.ndim)), eps)
-    return to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, _channel_shape(a)), a.dtype)
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    x = to_dtype(input, computation_dtype(input.dtype))
+    mean, rstd = _statistics(x, tuple(range(2, input.ndim)), eps)
+    return to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, _channel_shape(input)), input.dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,28 +351,28 @@ def instance_norm(a: TensorProxy, running_mean: TensorProxy | None = None, runni
 
 @torchsymbol(F.local_response_norm)
 def local_response_norm(
-    a: TensorProxy, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+    input: TensorProxy, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
 ) -> TensorProxy:
-    if a.ndim < 3:
-        raise ValueError(f"Expected 3D or higher dimensionality input (got {a.ndim} dimensions)")
-    if a.numel() == 0:  # eager returns the input itself
-        return ew.mul(a, 1)
-    x = to_dtype(a, computation_dtype(a.dtype))
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+    if input.numel() == 0:  # eager returns the input itself
+        return ew.mul(input, 1)
+    x = to_dtype(input, computation_dtype(input.dtype))
     squares = ew.mul(x, x)
-    channels = a.shape[1]
+    channels = input.shape[1]
     low, high = size // 2, (size - 1) // 2
-    config = [(0, 0, 0)] * a.ndim
+    config = [(0, 0, 0)] * input.ndim
     config[1] = (low, high, 0)
     padded = prims.pad(squares, 0.0, config)
     window = narrow(padded, 1, 0, channels)
     for offset in range(1, size):
         window = ew.add(window, narrow(padded, 1, offset, channels))
-    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         # eager averages integer squares with an integer pool (truncating), then divides in float
         average = ew.div(window, size, rounding_mode="trunc")
         return ew.true_divide(x, ew.pow(ew.add(ew.mul(average, alpha), k), beta))
     scale = ew.add(ew.mul(ew.true_divide(window, float(size)), alpha), k)
-    return to_dtype(ew.true_divide(x, ew.pow(scale, beta)), a.dtype)
+    return to_dtype(ew.true_divide(x, ew.pow(scale, beta)), input.dtype)
 
 
 def vector_norm(x: TensorProxy, p: float, dims: Sequence[int], keepdim: bool = False) -> TensorProxy:
@@ -398,15 +398,15 @@ def vector_norm(x: TensorProxy, p: float, dims: Sequence[int], keepdim: bool = F
 
 @torchsymbol(F.normalize)
 def normalize(
-    a: TensorProxy, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None
+    input: TensorProxy, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None
 ) -> TensorProxy:
     if out is not None:
         raise NotImplementedError("normalize with out= is not supported by thunder yet")
-    x = to_dtype(a, computation_dtype(a.dtype))
-    d = canonical_dim(dim, a.ndim)
-    norm = vector_norm(x, p, (d,) if a.ndim else (), keepdim=True)
+    x = to_dtype(input, computation_dtype(input.dtype))
+    d = canonical_dim(dim, input.ndim)
+    norm = vector_norm(x, p, (d,) if input.ndim else (), keepdim=True)
     denominator = ew.where(ew.lt(norm, eps), eps, norm)
-    return to_dtype(ew.true_divide(x, denominator), a.dtype)
+    return to_dtype(ew.true_divide(x, denominator), input.dtype)
 
 
 @torchsymbol(F.cosine_similarity, torch.cosine_similarity)
@@ -448,36 +448,36 @@ def pairwise_distance(
 
 
 @torchsymbol(torch.native_layer_norm)
-def native_layer_norm(a: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None,
+def native_layer_norm(input: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None,
                       bias: TensorProxy | None, eps: float) -> tuple[TensorProxy, TensorProxy, TensorProxy]:  # fmt: skip
     """layer_norm that also returns the mean and reciprocal standard deviation it used."""
-    normalized = _check_normalized_shape("native_layer_norm", a, normalized_shape, weight, bias)
-    x = to_dtype(a, computation_dtype(a.dtype))
-    dims = tuple(range(a.ndim - len(normalized), a.ndim))
+    normalized = _check_normalized_shape("native_layer_norm", input, normalized_shape, weight, bias)
+    x = to_dtype(input, computation_dtype(input.dtype))
+    dims = tuple(range(input.ndim - len(normalized), input.ndim))
     mean, rstd = _statistics(x, dims, eps)
-    out = to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, normalized), a.dtype)
+    out = to_dtype(_affine(ew.mul(ew.sub(x, mean), rstd), weight, bias, normalized), input.dtype)
     # the statistics are outputs without gradients in eager
-    return out, detach(to_dtype(mean, a.dtype)), detach(to_dtype(rstd, a.dtype))
+    return out, detach(to_dtype(mean, input.dtype)), detach(to_dtype(rstd, input.dtype))
 
 
 @torchsymbol(torch.native_group_norm)
-def native_group_norm(a: TensorProxy, weight: TensorProxy | None, bias: TensorProxy | None, n: int, c: int,
-                      hxw: int, group: int, eps: float) -> tuple[TensorProxy, TensorProxy, TensorProxy]:  # fmt: skip
+def native_group_norm(input: TensorProxy, weight: TensorProxy | None, bias: TensorProxy | None, N: int, C: int,
+                      HxW: int, group: int, eps: float) -> tuple[TensorProxy, TensorProxy, TensorProxy]:  # fmt: skip
     """group_norm that also returns the per-(sample, group) mean and reciprocal standard deviation."""
-    if (n, c, hxw) != (a.shape[0], a.shape[1], math.prod(a.shape[2:])):
+    if (N, C, HxW) != (input.shape[0], input.shape[1], math.prod(input.shape[2:])):
         raise RuntimeError(
-            f"native_group_norm: N={n}, C={c}, HxW={hxw} do not describe an input of shape {list(a.shape)}"
+            f"native_group_norm: N={N}, C={C}, HxW={HxW} do not describe an input of shape {list(input.shape)}"
         )
-    grouped, param_shape = _group_shape(a, group, weight, bias)
-    xg = shape.reshape(to_dtype(a, computation_dtype(a.dtype)), grouped)
+    grouped, param_shape = _group_shape(input, group, weight, bias)
+    xg = shape.reshape(to_dtype(input, computation_dtype(input.dtype)), grouped)
     mean, rstd = _statistics(xg, (2,), eps)
-    normalized = shape.reshape(ew.mul(ew.sub(xg, mean), rstd), a.shape)
-    out = to_dtype(_affine(normalized, weight, bias, param_shape), a.dtype)
-    stats_shape = (a.shape[0], group)
+    normalized = shape.reshape(ew.mul(ew.sub(xg, mean), rstd), input.shape)
+    out = to_dtype(_affine(normalized, weight, bias, param_shape), input.dtype)
+    stats_shape = (input.shape[0], group)
     return (
         out,
-        to_dtype(shape.reshape(mean, stats_shape), a.dtype),
-        to_dtype(shape.reshape(rstd, stats_shape), a.dtype),
+        to_dtype(shape.reshape(mean, stats_shape), input.dtype),
+        to_dtype(shape.reshape(rstd, stats_shape), input.dtype),
     )
 
 
@@ -487,19 +487,19 @@ def _check_p_norm(name: str, p: float) -> None:
 
 
 @torchsymbol(F.pdist, torch.pdist)
-def pdist(a: TensorProxy, p: float = 2.0) -> TensorProxy:
+def pdist(input: TensorProxy, p: float = 2.0) -> TensorProxy:
     """Distances between every pair of rows i < j, in row-major order of the pairs."""
-    if a.ndim != 2:
-        raise RuntimeError(f"pdist only supports 2D tensors, got: {a.ndim}D")
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     _check_p_norm("pdist", p)
-    rows = a.shape[0]
+    rows = input.shape[0]
     first = [i for i in range(rows) for _ in range(i + 1, rows)]
     second = [j for i in range(rows) for j in range(i + 1, rows)]
     if not first:
-        return prims.full((0,), 0.0, device=a.device, dtype=a.dtype)
-    x = to_dtype(a, computation_dtype(a.dtype))
+        return prims.full((0,), 0.0, device=input.device, dtype=input.dtype)
+    x = to_dtype(input, computation_dtype(input.dtype))
     difference = ew.sub(select_positions(x, 0, first), select_positions(x, 0, second))
-    return to_dtype(vector_norm(difference, p, (1,)), a.dtype)
+    return to_dtype(vector_norm(difference, p, (1,)), input.dtype)
 
 
 @torchsymbol(torch.cdist)

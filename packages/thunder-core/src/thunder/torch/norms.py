@@ -58,10 +58,10 @@ def _vector_norm(a: TensorProxy, ord: float, dims: tuple[int, ...], keepdim: boo
 
 
 @torchsymbol(torch.linalg.vector_norm, tags=REDUCTION)
-def vector_norm(a: TensorProxy, ord: float = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+def vector_norm(input: TensorProxy, ord: float = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
                 dtype: Any = None) -> TensorProxy:  # fmt: skip
-    dims = canonical_dims(dim, a.ndim)
-    return _vector_norm(a, float(ord), dims, keepdim, dtype)
+    dims = canonical_dims(dim, input.ndim)
+    return _vector_norm(input, float(ord), dims, keepdim, dtype)
 
 
 @register_vjp(vector_norm)
@@ -124,32 +124,32 @@ def _matrix_norm(a: TensorProxy, ord: Any, dims: tuple[int, ...], keepdim: bool,
 
 
 @torchsymbol(torch.linalg.matrix_norm, tags=REDUCTION)
-def matrix_norm(a: TensorProxy, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,  # noqa: A002
+def matrix_norm(input: TensorProxy, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,  # noqa: A002
                 dtype: Any = None) -> TensorProxy:  # fmt: skip
-    dims = tuple(canonical_dim(d, a.ndim) for d in dim)
+    dims = tuple(canonical_dim(d, input.ndim) for d in dim)
     if len(dims) != 2 or dims[0] == dims[1]:
         raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple of different dimensions")
-    return _matrix_norm(a, ord, dims, keepdim, dtype)
+    return _matrix_norm(input, ord, dims, keepdim, dtype)
 
 
 @torchsymbol(torch.linalg.norm, tags=REDUCTION)
-def linalg_norm(a: TensorProxy, ord: Any = None, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+def linalg_norm(input: TensorProxy, ord: Any = None, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
                 dtype: Any = None) -> TensorProxy:  # fmt: skip
     if isinstance(dim, int):
         dim = (dim,)
     if ord is None:
-        dims = canonical_dims(dim, a.ndim) if dim is not None else tuple(range(a.ndim))
-        return vector_norm(a, 2.0, dims, keepdim, dtype=dtype)
-    if dim is None and a.ndim not in (1, 2):
+        dims = canonical_dims(dim, input.ndim) if dim is not None else tuple(range(input.ndim))
+        return vector_norm(input, 2.0, dims, keepdim, dtype=dtype)
+    if dim is None and input.ndim not in (1, 2):
         raise RuntimeError(
-            f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {a.ndim}D."
+            f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {input.ndim}D."
         )
-    dims = tuple(canonical_dim(d, a.ndim) for d in dim) if dim is not None else tuple(range(a.ndim))
+    dims = tuple(canonical_dim(d, input.ndim) for d in dim) if dim is not None else tuple(range(input.ndim))
     if len(dims) == 2:
-        return _matrix_norm(a, ord, dims, keepdim, dtype)
+        return _matrix_norm(input, ord, dims, keepdim, dtype)
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord {ord!r} is a matrix norm")
-    return vector_norm(a, float(ord), dims, keepdim, dtype=dtype)
+    return vector_norm(input, float(ord), dims, keepdim, dtype=dtype)
 
 
 @torchsymbol(torch.norm, torch.Tensor.norm, method="norm", tags=REDUCTION)
@@ -172,25 +172,25 @@ def norm(
 
 
 @torchsymbol(torch.dist, torch.Tensor.dist, method="dist", tags=REDUCTION)
-def dist(a: TensorProxy, b: TensorProxy, p: float = 2) -> TensorProxy:
+def dist(input: TensorProxy, other: TensorProxy, p: float = 2) -> TensorProxy:
     from thunder.torch.elementwise import sub
 
-    return vector_norm(sub(a, b), p)
+    return vector_norm(sub(input, other), p)
 
 
 @torchsymbol(torch.renorm, torch.Tensor.renorm, method="renorm", tags=REDUCTION)
-def renorm(a: TensorProxy, p: float, dim: int, maxnorm: float) -> TensorProxy:
+def renorm(input: TensorProxy, p: float, dim: int, maxnorm: float) -> TensorProxy:
     """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` is scaled down to it."""
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
-    if a.ndim <= 1:
-        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {a.ndim} dimensions")
-    d = canonical_dim(dim, a.ndim)
-    other = tuple(i for i in range(a.ndim) if i != d)
-    norms = _vector_norm(a, float(p), other, True, None)
-    computation_dtype = dtypes.float32 if dtypes.is_low_precision(a.dtype) else a.dtype
+    if input.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    d = canonical_dim(dim, input.ndim)
+    other = tuple(i for i in range(input.ndim) if i != d)
+    norms = _vector_norm(input, float(p), other, True, None)
+    computation_dtype = dtypes.float32 if dtypes.is_low_precision(input.dtype) else input.dtype
     norms = to_dtype(norms, computation_dtype)
     # as eager: maxnorm / (norm + 1e-7) where the norm is too large
     factor = prims.where(prims.gt(norms, maxnorm), prims.div(maxnorm, prims.add(norms, 1e-7)), 1.0)
-    factor = prims.broadcast_in_dim(factor, a.shape, tuple(range(a.ndim)))
-    return to_dtype(prims.mul(to_dtype(a, computation_dtype), factor), a.dtype)
+    factor = prims.broadcast_in_dim(factor, input.shape, tuple(range(input.ndim)))
+    return to_dtype(prims.mul(to_dtype(input, computation_dtype), factor), input.dtype)

@@ -82,31 +82,31 @@ def _check_mode(mode: str, a: TensorProxy, pairs: list[tuple[int, int]], padded_
 
 @torchsymbol(F.pad)
 def pad(
-    a: TensorProxy, pad: Sequence[int], mode: str = "constant", value: float | None = None
+    input: TensorProxy, pad: Sequence[int], mode: str = "constant", value: float | None = None
 ) -> TensorProxy:
-    pairs = _pairs(a, pad)
+    pairs = _pairs(input, pad)
     if mode == "constant":
-        return _constant(a, pairs, value)
+        return _constant(input, pairs, value)
     if mode not in (*_SOURCES, "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
-    _check_mode(mode, a, pairs, len(pad) // 2)
+    _check_mode(mode, input, pairs, len(pad) // 2)
     source = _SOURCES.get(mode)
     for d, (low, high) in enumerate(pairs):
         if low == 0 and high == 0:
             continue
-        n = a.shape[d]
+        n = input.shape[d]
         if mode == "circular":  # eager crops first, then wraps around what is left
             start, kept = -min(low, 0), n + min(low, 0) + min(high, 0)
             positions = [start + (i - max(low, 0)) % kept for i in range(n + low + high)]
         else:
             assert source is not None
             positions = [source(i - low, n) for i in range(n + low + high)]
-        a = select_positions(a, d, positions)
-    return a
+        input = select_positions(input, d, positions)
+    return input
 
 
 @torchsymbol(torch.constant_pad_nd)
-def constant_pad_nd(a: TensorProxy, pad: Sequence[int], value: float = 0) -> TensorProxy:
-    return _constant(a, _pairs(a, pad), value)
+def constant_pad_nd(input: TensorProxy, pad: Sequence[int], value: float = 0) -> TensorProxy:
+    return _constant(input, _pairs(input, pad), value)

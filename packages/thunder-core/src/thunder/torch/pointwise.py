@@ -53,8 +53,8 @@ def _truth(a: Any) -> Any:
 
 
 @torchsymbol(torch.logical_not, torch.Tensor.logical_not, method="logical_not", tags=ELEMENTWISE)
-def logical_not(a: TensorProxy) -> TensorProxy:
-    return prims.bitwise_not(_truth(a))
+def logical_not(input: TensorProxy) -> TensorProxy:
+    return prims.bitwise_not(_truth(input))
 
 
 def _logical(prim: Any, a: Any, b: Any) -> Any:
@@ -63,18 +63,18 @@ def _logical(prim: Any, a: Any, b: Any) -> Any:
 
 
 @torchsymbol(torch.logical_and, torch.Tensor.logical_and, method="logical_and", tags=ELEMENTWISE)
-def logical_and(a: Any, b: Any) -> Any:
-    return _logical(prims.bitwise_and, a, b)
+def logical_and(input: Any, other: Any) -> Any:
+    return _logical(prims.bitwise_and, input, other)
 
 
 @torchsymbol(torch.logical_or, torch.Tensor.logical_or, method="logical_or", tags=ELEMENTWISE)
-def logical_or(a: Any, b: Any) -> Any:
-    return _logical(prims.bitwise_or, a, b)
+def logical_or(input: Any, other: Any) -> Any:
+    return _logical(prims.bitwise_or, input, other)
 
 
 @torchsymbol(torch.logical_xor, torch.Tensor.logical_xor, method="logical_xor", tags=ELEMENTWISE)
-def logical_xor(a: Any, b: Any) -> Any:
-    return _logical(prims.bitwise_xor, a, b)
+def logical_xor(input: Any, other: Any) -> Any:
+    return _logical(prims.bitwise_xor, input, other)
 
 
 # predicates
@@ -83,79 +83,79 @@ def _all_false(a: TensorProxy) -> TensorProxy:
 
 
 @torchsymbol(torch.isinf, torch.Tensor.isinf, method="isinf", tags=ELEMENTWISE)
-def isinf(a: TensorProxy) -> TensorProxy:
-    _real_only("isinf", a)
-    return prims.eq(prims.abs(a), math.inf) if a.dtype.is_floating_point else _all_false(a)
+def isinf(input: TensorProxy) -> TensorProxy:
+    _real_only("isinf", input)
+    return prims.eq(prims.abs(input), math.inf) if input.dtype.is_floating_point else _all_false(input)
 
 
 @torchsymbol(torch.isposinf, torch.Tensor.isposinf, method="isposinf", tags=ELEMENTWISE)
-def isposinf(a: TensorProxy) -> TensorProxy:
-    _real_only("isposinf", a)
-    return prims.eq(a, math.inf) if a.dtype.is_floating_point else _all_false(a)
+def isposinf(input: TensorProxy) -> TensorProxy:
+    _real_only("isposinf", input)
+    return prims.eq(input, math.inf) if input.dtype.is_floating_point else _all_false(input)
 
 
 @torchsymbol(torch.isneginf, torch.Tensor.isneginf, method="isneginf", tags=ELEMENTWISE)
-def isneginf(a: TensorProxy) -> TensorProxy:
-    _real_only("isneginf", a)
-    return prims.eq(a, -math.inf) if a.dtype.is_floating_point else _all_false(a)
+def isneginf(input: TensorProxy) -> TensorProxy:
+    _real_only("isneginf", input)
+    return prims.eq(input, -math.inf) if input.dtype.is_floating_point else _all_false(input)
 
 
 @torchsymbol(torch.isreal, torch.Tensor.isreal, method="isreal", tags=ELEMENTWISE)
-def isreal(a: TensorProxy) -> TensorProxy:
-    _real_only("isreal", a)
-    return prims.full(a.shape, True, device=a.device, dtype=dtypes.bool8)
+def isreal(input: TensorProxy) -> TensorProxy:
+    _real_only("isreal", input)
+    return prims.full(input.shape, True, device=input.device, dtype=dtypes.bool8)
 
 
 @torchsymbol(torch.isclose, torch.Tensor.isclose, method="isclose", tags=ELEMENTWISE)
 def isclose(
-    a: TensorProxy, b: TensorProxy, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+    input: TensorProxy, other: TensorProxy, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
 ) -> TensorProxy:
-    _real_only("isclose", a, b)
-    if a.dtype is not b.dtype:
-        raise RuntimeError(f"{a.dtype.name} did not match {b.dtype.name}")
+    _real_only("isclose", input, other)
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"{input.dtype.name} did not match {other.dtype.name}")
     if rtol < 0 or atol < 0:
         raise RuntimeError("rtol and atol must be non-negative")
-    a, b = broadcast(a, b)
-    equal = prims.eq(a, b)
-    if a.dtype is dtypes.bool8 or (rtol == 0 and atol == 0):
+    input, other = broadcast(input, other)
+    equal = prims.eq(input, other)
+    if input.dtype is dtypes.bool8 or (rtol == 0 and atol == 0):
         return equal
     # PyTorch compares integers in the default float dtype and floats in their own (half in float32)
-    compute = a.dtype if a.dtype.is_floating_point else dtypes.float32
+    compute = input.dtype if input.dtype.is_floating_point else dtypes.float32
     compute = dtypes.float32 if dtypes.is_low_precision(compute) else compute
-    x, y = to_dtype(a, compute), to_dtype(b, compute)
+    x, y = to_dtype(input, compute), to_dtype(other, compute)
     tolerance = prims.add(prims.mul(prims.abs(y), rtol), atol)
     close = prims.le(prims.abs(prims.sub(x, y)), tolerance)
     close = prims.bitwise_and(close, prims.bitwise_and(prims.isfinite(x), prims.isfinite(y)))
     result = prims.bitwise_or(equal, close)
-    if equal_nan and a.dtype.is_floating_point:
-        result = prims.bitwise_or(result, prims.bitwise_and(prims.isnan(a), prims.isnan(b)))
+    if equal_nan and input.dtype.is_floating_point:
+        result = prims.bitwise_or(result, prims.bitwise_and(prims.isnan(input), prims.isnan(other)))
     return result
 
 
 # arithmetic compositions
 @torchsymbol(torch.square, torch.Tensor.square, method="square", tags=ELEMENTWISE)
-def square(a: TensorProxy) -> TensorProxy:
-    if a.dtype is dtypes.bool8:
-        a = to_dtype(a, dtypes.int64)
-    return ew.mul(a, a)
+def square(input: TensorProxy) -> TensorProxy:
+    if input.dtype is dtypes.bool8:
+        input = to_dtype(input, dtypes.int64)
+    return ew.mul(input, input)
 
 
 @torchsymbol(torch.frac, torch.Tensor.frac, method="frac", tags=ELEMENTWISE)
-def frac(a: TensorProxy) -> TensorProxy:
-    _float_only("frac", a)
-    (x,), _, result_dtype = _inputs(a, kind=DEFAULT)
+def frac(input: TensorProxy) -> TensorProxy:
+    _float_only("frac", input)
+    (x,), _, result_dtype = _inputs(input, kind=DEFAULT)
     return to_dtype(prims.sub(x, prims.trunc(x)), result_dtype)
 
 
 @torchsymbol(torch.rsub, tags=ELEMENTWISE)
-def rsub(a: Any, b: Any, *, alpha: Any = 1) -> Any:
-    return ew.sub(b, a) if alpha == 1 else ew.sub(b, a, alpha=alpha)
+def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Any:
+    return ew.sub(other, input) if alpha == 1 else ew.sub(other, input, alpha=alpha)
 
 
 def _scaled(name: str, factor: float) -> Any:
-    def op(a: TensorProxy) -> TensorProxy:
-        _real_only(name, a)
-        (x,), _, result_dtype = _inputs(a, kind=INT_TO_FLOAT)
+    def op(input: TensorProxy) -> TensorProxy:
+        _real_only(name, input)
+        (x,), _, result_dtype = _inputs(input, kind=INT_TO_FLOAT)
         return to_dtype(prims.mul(x, factor), result_dtype)
 
     op.__name__ = name
@@ -167,23 +167,23 @@ rad2deg = _scaled("rad2deg", 180 / math.pi)
 
 
 @torchsymbol(torch.sgn, torch.Tensor.sgn, method="sgn", tags=ELEMENTWISE)
-def sgn(a: TensorProxy) -> TensorProxy:
-    _real_only("sgn", a)
-    return ew.sign(a)
+def sgn(input: TensorProxy) -> TensorProxy:
+    _real_only("sgn", input)
+    return ew.sign(input)
 
 
 @torchsymbol(torch.angle, torch.Tensor.angle, method="angle", tags=ELEMENTWISE)
-def angle(a: TensorProxy) -> TensorProxy:
-    _real_only("angle", a)
-    (x,), _, result_dtype = _inputs(a, kind=INT_TO_FLOAT)
+def angle(input: TensorProxy) -> TensorProxy:
+    _real_only("angle", input)
+    (x,), _, result_dtype = _inputs(input, kind=INT_TO_FLOAT)
     result = prims.where(prims.lt(x, 0), math.pi, 0.0)
     return to_dtype(prims.where(prims.isnan(x), x, result), result_dtype)
 
 
 def _real_identity(name: str, *fns: Any) -> Any:
-    def op(a: TensorProxy) -> TensorProxy:
-        _real_only(name, a)
-        return a
+    def op(input: TensorProxy) -> TensorProxy:
+        _real_only(name, input)
+        return input
 
     op.__name__ = name
     return torchsymbol(*fns, method=name, tags=ELEMENTWISE)(op)
@@ -197,47 +197,47 @@ real = _real_identity("real", torch.real)
 
 
 @torchsymbol(torch.imag, method="imag")
-def imag(a: TensorProxy) -> TensorProxy:
-    _real_only("imag", a)
+def imag(input: TensorProxy) -> TensorProxy:
+    _real_only("imag", input)
     raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
 
 @torchsymbol(torch.nan_to_num, torch.Tensor.nan_to_num, method="nan_to_num", tags=ELEMENTWISE)
-def nan_to_num(a: TensorProxy, nan: float | None = 0.0, posinf: float | None = None,
+def nan_to_num(input: TensorProxy, nan: float | None = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> TensorProxy:  # fmt: skip
-    _real_only("nan_to_num", a)
-    if not a.dtype.is_floating_point:
-        return a
-    info = torch.finfo(a.dtype.torch_dtype)
-    result = prims.where(prims.isnan(a), 0.0 if nan is None else nan, a)
-    result = prims.where(prims.eq(a, math.inf), info.max if posinf is None else posinf, result)
-    return prims.where(prims.eq(a, -math.inf), info.min if neginf is None else neginf, result)
+    _real_only("nan_to_num", input)
+    if not input.dtype.is_floating_point:
+        return input
+    info = torch.finfo(input.dtype.torch_dtype)
+    result = prims.where(prims.isnan(input), 0.0 if nan is None else nan, input)
+    result = prims.where(prims.eq(input, math.inf), info.max if posinf is None else posinf, result)
+    return prims.where(prims.eq(input, -math.inf), info.min if neginf is None else neginf, result)
 
 
 @torchsymbol(torch.heaviside, torch.Tensor.heaviside, method="heaviside", tags=ELEMENTWISE)
-def heaviside(a: TensorProxy, values: TensorProxy) -> TensorProxy:
-    _real_only("heaviside", a, values)
-    if a.dtype is not values.dtype:
+def heaviside(input: TensorProxy, values: TensorProxy) -> TensorProxy:
+    _real_only("heaviside", input, values)
+    if input.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
-    a, values = broadcast(a, values)
-    one, zero = (True, False) if a.dtype is dtypes.bool8 else (1, 0)
-    step = prims.where(prims.gt(a, zero), one, zero)
-    return prims.where(prims.eq(a, zero), values, step)
+    input, values = broadcast(input, values)
+    one, zero = (True, False) if input.dtype is dtypes.bool8 else (1, 0)
+    step = prims.where(prims.gt(input, zero), one, zero)
+    return prims.where(prims.eq(input, zero), values, step)
 
 
 @torchsymbol(torch.float_power, torch.Tensor.float_power, method="float_power", tags=ELEMENTWISE)
-def float_power(a: Any, b: Any) -> Any:
+def float_power(input: Any, exponent: Any) -> Any:
     complex_ = any(
-        (isinstance(x, TensorProxy) and x.dtype.is_complex) or isinstance(x, complex) for x in (a, b)
+        (isinstance(x, TensorProxy) and x.dtype.is_complex) or isinstance(x, complex) for x in (input, exponent)
     )
     dtype = dtypes.complex128 if complex_ else dtypes.float64
-    a, b = broadcast(to_dtype(a, dtype), to_dtype(b, dtype))
-    return prims.pow(a, b)
+    input, exponent = broadcast(to_dtype(input, dtype), to_dtype(exponent, dtype))
+    return prims.pow(input, exponent)
 
 
 @torchsymbol(torch.ldexp, torch.Tensor.ldexp, method="ldexp", tags=ELEMENTWISE)
-def ldexp(a: Any, b: Any) -> Any:
-    return ew.mul(a, ew.exp2(b) if isinstance(b, TensorProxy) else 2.0**b)
+def ldexp(input: Any, other: Any) -> Any:
+    return ew.mul(input, ew.exp2(other) if isinstance(other, TensorProxy) else 2.0**other)
 
 
 def _log_add_exp(a: Any, b: Any, base2: bool) -> Any:
@@ -255,26 +255,26 @@ def _log_add_exp(a: Any, b: Any, base2: bool) -> Any:
 
 
 @torchsymbol(torch.logaddexp, torch.Tensor.logaddexp, method="logaddexp", tags=ELEMENTWISE)
-def logaddexp(a: Any, b: Any) -> Any:
-    return _log_add_exp(a, b, base2=False)
+def logaddexp(input: Any, other: Any) -> Any:
+    return _log_add_exp(input, other, base2=False)
 
 
 @torchsymbol(torch.logaddexp2, torch.Tensor.logaddexp2, method="logaddexp2", tags=ELEMENTWISE)
-def logaddexp2(a: Any, b: Any) -> Any:
-    return _log_add_exp(a, b, base2=True)
+def logaddexp2(input: Any, other: Any) -> Any:
+    return _log_add_exp(input, other, base2=True)
 
 
 # ternary
 @torchsymbol(torch.lerp, torch.Tensor.lerp, method="lerp", tags=ELEMENTWISE)
-def lerp(start: TensorProxy, end: TensorProxy, weight: Any) -> TensorProxy:
-    _real_only("lerp", start, end, weight)
-    if start.dtype is not end.dtype:
-        raise RuntimeError(f"expected dtype {start.dtype.name} for `end` but got dtype {end.dtype.name}")
-    if isinstance(weight, TensorProxy) and weight.dtype is not start.dtype:
+def lerp(input: TensorProxy, end: TensorProxy, weight: Any) -> TensorProxy:
+    _real_only("lerp", input, end, weight)
+    if input.dtype is not end.dtype:
+        raise RuntimeError(f"expected dtype {input.dtype.name} for `end` but got dtype {end.dtype.name}")
+    if isinstance(weight, TensorProxy) and weight.dtype is not input.dtype:
         raise RuntimeError(
-            f"expected dtype {start.dtype.name} for `weight` but got dtype {weight.dtype.name}"
+            f"expected dtype {input.dtype.name} for `weight` but got dtype {weight.dtype.name}"
         )
-    (s, e, w), _, result_dtype = _inputs(start, end, weight, kind=DEFAULT)
+    (s, e, w), _, result_dtype = _inputs(input, end, weight, kind=DEFAULT)
     difference = prims.sub(e, s)
     # as PyTorch's kernel: from the nearer end, for accuracy at weight 1
     low = prims.add(s, prims.mul(w, difference))
@@ -286,8 +286,8 @@ def lerp(start: TensorProxy, end: TensorProxy, weight: Any) -> TensorProxy:
 
 
 @torchsymbol(torch.addcmul, torch.Tensor.addcmul, method="addcmul", tags=ELEMENTWISE)
-def addcmul(a: TensorProxy, tensor1: TensorProxy, tensor2: TensorProxy, *, value: Any = 1) -> TensorProxy:
-    (x, t1, t2), computation_dtype, result_dtype = _inputs(a, tensor1, tensor2, kind=DEFAULT)
+def addcmul(input: TensorProxy, tensor1: TensorProxy, tensor2: TensorProxy, *, value: Any = 1) -> TensorProxy:
+    (x, t1, t2), computation_dtype, result_dtype = _inputs(input, tensor1, tensor2, kind=DEFAULT)
     if not (computation_dtype.is_floating_point or computation_dtype.is_complex) and isinstance(value, float):
         raise RuntimeError("value must be an integer for integer inputs to addcmul")
     product = prims.mul(t1, t2) if value == 1 else prims.mul(prims.mul(t1, t2), value)
@@ -295,12 +295,12 @@ def addcmul(a: TensorProxy, tensor1: TensorProxy, tensor2: TensorProxy, *, value
 
 
 @torchsymbol(torch.addcdiv, torch.Tensor.addcdiv, method="addcdiv", tags=ELEMENTWISE)
-def addcdiv(a: TensorProxy, tensor1: TensorProxy, tensor2: TensorProxy, *, value: Any = 1) -> TensorProxy:
+def addcdiv(input: TensorProxy, tensor1: TensorProxy, tensor2: TensorProxy, *, value: Any = 1) -> TensorProxy:
     if not (tensor1.dtype.is_floating_point or tensor1.dtype.is_complex) and not (
         tensor2.dtype.is_floating_point or tensor2.dtype.is_complex
     ):
         raise RuntimeError("Integer division with addcdiv is no longer supported")
-    (x, t1, t2), _, result_dtype = _inputs(a, tensor1, tensor2, kind=DEFAULT)
+    (x, t1, t2), _, result_dtype = _inputs(input, tensor1, tensor2, kind=DEFAULT)
     quotient = prims.div(t1, t2) if value == 1 else prims.mul(prims.div(t1, t2), value)
     return to_dtype(prims.add(x, quotient), result_dtype)
 

@@ -253,21 +253,21 @@ def _max_pool(name: str, spatial: int, a: TensorProxy, kernel_size: Any, stride:
 
 
 @torchsymbol(F.max_pool1d, torch.max_pool1d)
-def max_pool1d(a: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+def max_pool1d(input: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:  # fmt: skip
-    return _max_pool("max_pool1d", 1, a, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 @torchsymbol(F.max_pool2d, torch.max_pool2d)
-def max_pool2d(a: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+def max_pool2d(input: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:  # fmt: skip
-    return _max_pool("max_pool2d", 2, a, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 @torchsymbol(F.max_pool3d, torch.max_pool3d)
-def max_pool3d(a: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+def max_pool3d(input: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:  # fmt: skip
-    return _max_pool("max_pool3d", 3, a, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 def _avg_pool(name: str, spatial: int, a: TensorProxy, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
@@ -286,24 +286,24 @@ def _avg_pool(name: str, spatial: int, a: TensorProxy, kernel_size: Any, stride:
 
 
 @torchsymbol(F.avg_pool1d, torch.avg_pool1d)
-def avg_pool1d(a: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+def avg_pool1d(input: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True) -> TensorProxy:  # fmt: skip
-    return _avg_pool("avg_pool1d", 1, a, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
 
 
 @torchsymbol(F.avg_pool2d)
-def avg_pool2d(a: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+def avg_pool2d(input: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: Any = None) -> TensorProxy:  # fmt: skip
     return _avg_pool(
-        "avg_pool2d", 2, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+        "avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
     )
 
 
 @torchsymbol(F.avg_pool3d)
-def avg_pool3d(a: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+def avg_pool3d(input: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: Any = None) -> TensorProxy:  # fmt: skip
     return _avg_pool(
-        "avg_pool3d", 3, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+        "avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
     )
 
 
@@ -340,18 +340,18 @@ def _adaptive_avg_pool(name: str, spatial: int, a: TensorProxy, output_size: Any
 
 
 @torchsymbol(F.adaptive_avg_pool1d, torch.adaptive_avg_pool1d)
-def adaptive_avg_pool1d(a: TensorProxy, output_size: Any) -> TensorProxy:
-    return _adaptive_avg_pool("adaptive_avg_pool1d", 1, a, output_size)
+def adaptive_avg_pool1d(input: TensorProxy, output_size: Any) -> TensorProxy:
+    return _adaptive_avg_pool("adaptive_avg_pool1d", 1, input, output_size)
 
 
 @torchsymbol(F.adaptive_avg_pool2d)
-def adaptive_avg_pool2d(a: TensorProxy, output_size: Any) -> TensorProxy:
-    return _adaptive_avg_pool("adaptive_avg_pool2d", 2, a, output_size)
+def adaptive_avg_pool2d(input: TensorProxy, output_size: Any) -> TensorProxy:
+    return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
 
 
 @torchsymbol(F.adaptive_avg_pool3d)
-def adaptive_avg_pool3d(a: TensorProxy, output_size: Any) -> TensorProxy:
-    return _adaptive_avg_pool("adaptive_avg_pool3d", 3, a, output_size)
+def adaptive_avg_pool3d(input: TensorProxy, output_size: Any) -> TensorProxy:
+    return _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
 
 
 def _adaptive_max_pool(
@@ -411,21 +411,21 @@ def _max_unpool(name: str, spatial: int, a: TensorProxy, indices: TensorProxy, k
 
 
 @torchsymbol(F.max_unpool1d)
-def max_unpool1d(a: TensorProxy, indices: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0,
+def max_unpool1d(input: TensorProxy, indices: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  output_size: Any = None) -> TensorProxy:  # fmt: skip
-    return _max_unpool("max_unpool1d", 1, a, indices, kernel_size, stride, padding, output_size)
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
 
 
 @torchsymbol(F.max_unpool2d)
-def max_unpool2d(a: TensorProxy, indices: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0,
+def max_unpool2d(input: TensorProxy, indices: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  output_size: Any = None) -> TensorProxy:  # fmt: skip
-    return _max_unpool("max_unpool2d", 2, a, indices, kernel_size, stride, padding, output_size)
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
 
 
 @torchsymbol(F.max_unpool3d)
-def max_unpool3d(a: TensorProxy, indices: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0,
+def max_unpool3d(input: TensorProxy, indices: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  output_size: Any = None) -> TensorProxy:  # fmt: skip
-    return _max_unpool("max_unpool3d", 3, a, indices, kernel_size, stride, padding, output_size)
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
 
 
 def _lp_pool(
@@ -444,20 +444,20 @@ def _lp_pool(
 
 @torchsymbol(F.lp_pool1d)
 def lp_pool1d(
-    a: TensorProxy, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
+    input: TensorProxy, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
 ) -> TensorProxy:
-    return _lp_pool("lp_pool1d", 1, a, norm_type, kernel_size, stride, ceil_mode)
+    return _lp_pool("lp_pool1d", 1, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 @torchsymbol(F.lp_pool2d)
 def lp_pool2d(
-    a: TensorProxy, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
+    input: TensorProxy, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
 ) -> TensorProxy:
-    return _lp_pool("lp_pool2d", 2, a, norm_type, kernel_size, stride, ceil_mode)
+    return _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 @torchsymbol(F.lp_pool3d)
 def lp_pool3d(
-    a: TensorProxy, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
+    input: TensorProxy, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
 ) -> TensorProxy:
-    return _lp_pool("lp_pool3d", 3, a, norm_type, kernel_size, stride, ceil_mode)
+    return _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode)

@@ -35,29 +35,29 @@ def _accumulating(prim: Symbol, a: TensorProxy, dim: Any, keepdim: bool, dtype: 
 
 
 @torchsymbol(torch.sum, torch.Tensor.sum, method="sum", tags=REDUCTION)
-def sum(a: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:  # noqa: A001
-    return _accumulating(prims.sum, a, dim, keepdim, dtype)
+def sum(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:  # noqa: A001
+    return _accumulating(prims.sum, input, dim, keepdim, dtype)
 
 
 @torchsymbol(torch.prod, torch.Tensor.prod, method="prod", tags=REDUCTION)
-def prod(a: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
-    return _accumulating(prims.prod, a, dim, keepdim, dtype)
+def prod(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
+    return _accumulating(prims.prod, input, dim, keepdim, dtype)
 
 
 @torchsymbol(torch.mean, torch.Tensor.mean, method="mean", tags=REDUCTION)
-def mean(a: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
-    result_dtype = dtypes.to_dtype(dtype) if dtype is not None else a.dtype
+def mean(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
+    result_dtype = dtypes.to_dtype(dtype) if dtype is not None else input.dtype
     if not (result_dtype.is_floating_point or result_dtype.is_complex):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
-            f"Got: {a.dtype.name}"
+            f"Got: {input.dtype.name}"
         )
-    dims = canonical_dims(dim, a.ndim)
-    count = math.prod(a.shape[d] for d in dims)
+    dims = canonical_dims(dim, input.ndim)
+    count = math.prod(input.shape[d] for d in dims)
     computation_dtype = dtypes.float32 if dtypes.is_low_precision(result_dtype) else result_dtype
-    total = prims.sum(to_dtype(a, computation_dtype), dims)
+    total = prims.sum(to_dtype(input, computation_dtype), dims)
     result = to_dtype(prims.div(total, float(count)), result_dtype)
-    return keep_dims(result, a, dims) if keepdim else result
+    return keep_dims(result, input, dims) if keepdim else result
 
 
 def _extremum(prim: Symbol, a: TensorProxy, dim: Any, keepdim: bool) -> TensorProxy:
@@ -70,13 +70,13 @@ def _extremum(prim: Symbol, a: TensorProxy, dim: Any, keepdim: bool) -> TensorPr
 
 
 @torchsymbol(torch.amax, torch.Tensor.amax, method="amax", tags=REDUCTION)
-def amax(a: TensorProxy, dim: Any = (), keepdim: bool = False) -> TensorProxy:
-    return _extremum(prims.amax, a, dim, keepdim)
+def amax(input: TensorProxy, dim: Any = (), keepdim: bool = False) -> TensorProxy:
+    return _extremum(prims.amax, input, dim, keepdim)
 
 
 @torchsymbol(torch.amin, torch.Tensor.amin, method="amin", tags=REDUCTION)
-def amin(a: TensorProxy, dim: Any = (), keepdim: bool = False) -> TensorProxy:
-    return _extremum(prims.amin, a, dim, keepdim)
+def amin(input: TensorProxy, dim: Any = (), keepdim: bool = False) -> TensorProxy:
+    return _extremum(prims.amin, input, dim, keepdim)
 
 
 def _arg_extremum(prim: Symbol, a: TensorProxy, dim: int | None, keepdim: bool) -> TensorProxy:
@@ -91,13 +91,13 @@ def _arg_extremum(prim: Symbol, a: TensorProxy, dim: int | None, keepdim: bool) 
 
 
 @torchsymbol(torch.argmax, torch.Tensor.argmax, method="argmax", tags=REDUCTION)
-def argmax(a: TensorProxy, dim: int | None = None, keepdim: bool = False) -> TensorProxy:
-    return _arg_extremum(prims.argmax, a, dim, keepdim)
+def argmax(input: TensorProxy, dim: int | None = None, keepdim: bool = False) -> TensorProxy:
+    return _arg_extremum(prims.argmax, input, dim, keepdim)
 
 
 @torchsymbol(torch.argmin, torch.Tensor.argmin, method="argmin", tags=REDUCTION)
-def argmin(a: TensorProxy, dim: int | None = None, keepdim: bool = False) -> TensorProxy:
-    return _arg_extremum(prims.argmin, a, dim, keepdim)
+def argmin(input: TensorProxy, dim: int | None = None, keepdim: bool = False) -> TensorProxy:
+    return _arg_extremum(prims.argmin, input, dim, keepdim)
 
 
 def _correction(dim: Any, unbiased: Any, correction: Any) -> tuple[Any, float]:
@@ -126,29 +126,29 @@ def _real_dtype(a: TensorProxy) -> dtypes.dtype:
 
 
 @torchsymbol(torch.var, torch.Tensor.var, method="var", tags=REDUCTION)
-def var(a: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+def var(input: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: float | None = None) -> TensorProxy:  # fmt: skip
-    return to_dtype(_variance(a, dim, unbiased, keepdim, correction), _real_dtype(a))
+    return to_dtype(_variance(input, dim, unbiased, keepdim, correction), _real_dtype(input))
 
 
 @torchsymbol(torch.std, torch.Tensor.std, method="std", tags=REDUCTION)
-def std(a: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+def std(input: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: float | None = None) -> TensorProxy:  # fmt: skip
-    return to_dtype(prims.sqrt(_variance(a, dim, unbiased, keepdim, correction)), _real_dtype(a))
+    return to_dtype(prims.sqrt(_variance(input, dim, unbiased, keepdim, correction)), _real_dtype(input))
 
 
 @torchsymbol(torch.var_mean, tags=REDUCTION)
-def var_mean(a: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+def var_mean(input: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
              correction: float | None = None) -> tuple[TensorProxy, TensorProxy]:  # fmt: skip
-    variance = var(a, dim, unbiased, keepdim, correction=correction)
-    return variance, mean(a, _correction(dim, unbiased, correction)[0], keepdim)
+    variance = var(input, dim, unbiased, keepdim, correction=correction)
+    return variance, mean(input, _correction(dim, unbiased, correction)[0], keepdim)
 
 
 @torchsymbol(torch.std_mean, tags=REDUCTION)
-def std_mean(a: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+def std_mean(input: TensorProxy, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
              correction: float | None = None) -> tuple[TensorProxy, TensorProxy]:  # fmt: skip
-    deviation = std(a, dim, unbiased, keepdim, correction=correction)
-    return deviation, mean(a, _correction(dim, unbiased, correction)[0], keepdim)
+    deviation = std(input, dim, unbiased, keepdim, correction=correction)
+    return deviation, mean(input, _correction(dim, unbiased, correction)[0], keepdim)
 
 
 def _values_and_indices(
@@ -185,30 +185,30 @@ def _max_or_min(largest: bool, a: TensorProxy, dim: Any, keepdim: bool) -> Any:
 
 
 @torchsymbol(torch.max, torch.Tensor.max, method="max", tags=REDUCTION)
-def max(a: TensorProxy, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+def max(input: TensorProxy, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     """``max(a)``, ``max(a, dim, keepdim)`` (``torch.return_types.max``: values, indices) or ``max(a, other)``."""
-    return _max_or_min(True, a, dim, keepdim)
+    return _max_or_min(True, input, dim, keepdim)
 
 
 @torchsymbol(torch.min, torch.Tensor.min, method="min", tags=REDUCTION)
-def min(a: TensorProxy, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
-    return _max_or_min(False, a, dim, keepdim)
+def min(input: TensorProxy, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    return _max_or_min(False, input, dim, keepdim)
 
 
 @torchsymbol(torch.aminmax, torch.Tensor.aminmax, method="aminmax", tags=REDUCTION)
 def aminmax(
-    a: TensorProxy, *, dim: int | None = None, keepdim: bool = False
+    input: TensorProxy, *, dim: int | None = None, keepdim: bool = False
 ) -> tuple[TensorProxy, TensorProxy]:
-    if dim is None and a.ndim > 0 and a.numel() == 0:
+    if dim is None and input.ndim > 0 and input.numel() == 0:
         raise RuntimeError(
             "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
         )
     if dim is None and keepdim:
-        low, high = amin(a, None, False), amax(a, None, False)
-        shape = (1,) * a.ndim
+        low, high = amin(input, None, False), amax(input, None, False)
+        shape = (1,) * input.ndim
         return structseq("aminmax", prims.reshape(low, shape), prims.reshape(high, shape))
     dims = dim if dim is not None else ()
-    return structseq("aminmax", amin(a, dims, keepdim), amax(a, dims, keepdim))
+    return structseq("aminmax", amin(input, dims, keepdim), amax(input, dims, keepdim))
 
 
 def _truth(a: TensorProxy) -> TensorProxy:
@@ -226,58 +226,58 @@ def _all_or_any(a: TensorProxy, dim: Any, keepdim: bool, every: bool) -> TensorP
 
 
 @torchsymbol(torch.all, torch.Tensor.all, method="all", tags=REDUCTION)
-def all(a: TensorProxy, dim: Any = None, keepdim: bool = False) -> TensorProxy:  # noqa: A001
-    return _all_or_any(a, dim, keepdim, every=True)
+def all(input: TensorProxy, dim: Any = None, keepdim: bool = False) -> TensorProxy:  # noqa: A001
+    return _all_or_any(input, dim, keepdim, every=True)
 
 
 @torchsymbol(torch.any, torch.Tensor.any, method="any", tags=REDUCTION)
-def any(a: TensorProxy, dim: Any = None, keepdim: bool = False) -> TensorProxy:  # noqa: A001
-    return _all_or_any(a, dim, keepdim, every=False)
+def any(input: TensorProxy, dim: Any = None, keepdim: bool = False) -> TensorProxy:  # noqa: A001
+    return _all_or_any(input, dim, keepdim, every=False)
 
 
 @torchsymbol(torch.count_nonzero, torch.Tensor.count_nonzero, method="count_nonzero", tags=REDUCTION)
-def count_nonzero(a: TensorProxy, dim: Any = None) -> TensorProxy:
-    return prims.sum(to_dtype(_truth(a), dtypes.int64), canonical_dims(dim, a.ndim))
+def count_nonzero(input: TensorProxy, dim: Any = None) -> TensorProxy:
+    return prims.sum(to_dtype(_truth(input), dtypes.int64), canonical_dims(dim, input.ndim))
 
 
 @torchsymbol(
     torch.logsumexp, torch.Tensor.logsumexp, torch.special.logsumexp, method="logsumexp", tags=REDUCTION
 )
-def logsumexp(a: TensorProxy, dim: Any = (), keepdim: bool = False) -> TensorProxy:
-    result_dtype = a.dtype if a.dtype.is_floating_point or a.dtype.is_complex else dtypes.float32
-    if a.dtype.is_complex:
+def logsumexp(input: TensorProxy, dim: Any = (), keepdim: bool = False) -> TensorProxy:
+    result_dtype = input.dtype if input.dtype.is_floating_point or input.dtype.is_complex else dtypes.float32
+    if input.dtype.is_complex:
         raise NotImplementedError("thunder does not support logsumexp of complex tensors yet")
     computation_dtype = dtypes.float32 if dtypes.is_low_precision(result_dtype) else result_dtype
-    x = to_dtype(a, computation_dtype)
-    dims = canonical_dims(dim, a.ndim)
-    if math.prod(a.shape[d] for d in dims) == 0:
+    x = to_dtype(input, computation_dtype)
+    dims = canonical_dims(dim, input.ndim)
+    if math.prod(input.shape[d] for d in dims) == 0:
         result = prims.log(prims.sum(prims.exp(x), dims))
     else:
         # shift by the maximum for stability; an infinite maximum is not subtracted (inf - inf)
         largest = prims.amax(x, dims)
         shift = prims.where(prims.eq(prims.abs(largest), math.inf), 0.0, largest)
-        kept = [d for d in range(a.ndim) if d not in dims]
+        kept = [d for d in range(input.ndim) if d not in dims]
         shifted = prims.sub(x, prims.broadcast_in_dim(shift, x.shape, kept))
         result = prims.add(prims.log(prims.sum(prims.exp(shifted), dims)), shift)
     result = to_dtype(result, result_dtype)
-    return keep_dims(result, a, dims) if keepdim else result
+    return keep_dims(result, input, dims) if keepdim else result
 
 
 @torchsymbol(torch.nansum, torch.Tensor.nansum, method="nansum", tags=REDUCTION)
-def nansum(a: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
-    if a.dtype.is_floating_point:
-        a = prims.where(prims.isnan(a), 0.0, a)
-    return sum(a, dim, keepdim, dtype=dtype)
+def nansum(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
+    if input.dtype.is_floating_point:
+        input = prims.where(prims.isnan(input), 0.0, input)
+    return sum(input, dim, keepdim, dtype=dtype)
 
 
 @torchsymbol(torch.nanmean, torch.Tensor.nanmean, method="nanmean", tags=REDUCTION)
-def nanmean(a: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
-    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+def nanmean(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TensorProxy:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(
-            f"nanmean(): expected input to have floating point or complex dtype but got {a.dtype.name}"
+            f"nanmean(): expected input to have floating point or complex dtype but got {input.dtype.name}"
         )
-    present = prims.bitwise_not(prims.isnan(a))
-    total = nansum(a, dim, keepdim, dtype=dtype)
+    present = prims.bitwise_not(prims.isnan(input))
+    total = nansum(input, dim, keepdim, dtype=dtype)
     count = sum(present, dim, keepdim)
     computation_dtype = dtypes.float32 if dtypes.is_low_precision(total.dtype) else total.dtype
     quotient = prims.div(to_dtype(total, computation_dtype), to_dtype(count, computation_dtype))

@@ -134,13 +134,13 @@ def _cubic(x: TensorProxy, dim: int, out_size: int, scale: float | None, align_c
 
 
 @torchsymbol(F.interpolate)
-def interpolate(a: TensorProxy, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+def interpolate(input: TensorProxy, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> TensorProxy:  # fmt: skip
-    spatial = a.ndim - 2
+    spatial = input.ndim - 2
     if spatial < 1 or spatial > 3:
         raise NotImplementedError(
-            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {a.ndim}D) for the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got {mode})"
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got {mode})"
         )
     if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
         raise ValueError(
@@ -148,43 +148,43 @@ def interpolate(a: TensorProxy, size: Any = None, scale_factor: Any = None, mode
         )
     if antialias:
         raise NotImplementedError("interpolate with antialias=True is not supported by thunder yet")
-    sizes, scales = _output_sizes(a, spatial, size, scale_factor)
+    sizes, scales = _output_sizes(input, spatial, size, scale_factor)
     if recompute_scale_factor:
         scales = [None] * spatial
     if mode == "area":
-        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[spatial - 1](a, sizes)
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[spatial - 1](input, sizes)
     if mode in _LINEAR_MODES and _LINEAR_MODES[mode] != spatial:
         raise NotImplementedError(
-            f"Got {a.ndim}D input, but {mode} mode needs {_LINEAR_MODES[mode] + 2}D input"
+            f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR_MODES[mode] + 2}D input"
         )
     if mode == "bicubic" and spatial != 2:
-        raise NotImplementedError(f"Got {a.ndim}D input, but bicubic mode needs 4D input")
+        raise NotImplementedError(f"Got {input.ndim}D input, but bicubic mode needs 4D input")
     if mode not in ("nearest", "nearest-exact", "bicubic", *_LINEAR_MODES):
         raise NotImplementedError(f"interpolate mode {mode!r} is not supported")
-    if any(s <= 0 for s in sizes) or any(s == 0 for s in a.shape[1:]):
+    if any(s <= 0 for s in sizes) or any(s == 0 for s in input.shape[1:]):
         raise RuntimeError(
-            f"Input and output sizes should be greater than 0, but got input {list(a.shape[2:])} and output {sizes}"
+            f"Input and output sizes should be greater than 0, but got input {list(input.shape[2:])} and output {sizes}"
         )
     if mode in ("nearest", "nearest-exact"):
-        x = a
+        x = input
         for d, (out_size, scale) in enumerate(zip(sizes, scales)):
             x = _nearest(x, d + 2, out_size, scale, mode == "nearest-exact")
         return x
-    x = to_dtype(a, computation_dtype(a.dtype))
+    x = to_dtype(input, computation_dtype(input.dtype))
     resample = _cubic if mode == "bicubic" else _linear
     for d, (out_size, scale) in enumerate(zip(sizes, scales)):
         x = resample(x, d + 2, out_size, scale, bool(align_corners))
-    return to_dtype(x, a.dtype)
+    return to_dtype(x, input.dtype)
 
 
 @torchsymbol(F.upsample_nearest)
-def upsample_nearest(a: TensorProxy, size: Any = None, scale_factor: Any = None) -> TensorProxy:
-    return interpolate(a, size, scale_factor, "nearest")
+def upsample_nearest(input: TensorProxy, size: Any = None, scale_factor: Any = None) -> TensorProxy:
+    return interpolate(input, size, scale_factor, "nearest")
 
 
 @torchsymbol(F.upsample_bilinear)
-def upsample_bilinear(a: TensorProxy, size: Any = None, scale_factor: Any = None) -> TensorProxy:
-    return interpolate(a, size, scale_factor, "bilinear", True)
+def upsample_bilinear(input: TensorProxy, size: Any = None, scale_factor: Any = None) -> TensorProxy:
+    return interpolate(input, size, scale_factor, "bilinear", True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,12 +193,12 @@ def upsample_bilinear(a: TensorProxy, size: Any = None, scale_factor: Any = None
 
 @torchsymbol(F.unfold)
 def im2col(
-    a: TensorProxy, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
+    input: TensorProxy, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
 ) -> TensorProxy:
     """Sliding blocks as columns: (N, C * prod(kernel), L), channels outermost, then kernel offsets."""
-    if a.ndim not in (3, 4):
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {a.ndim}D)")
-    batched = a if a.ndim == 4 else prims.reshape(a, (1, *a.shape))
+    if input.ndim not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    batched = input if input.ndim == 4 else prims.reshape(input, (1, *input.shape))
     kernel, dilations = per_dim(kernel_size, 2, "kernel_size"), per_dim(dilation, 2, "dilation")
     paddings, strides = per_dim(padding, 2, "padding"), per_dim(stride, 2, "stride")
     if min(kernel) <= 0 or min(dilations) <= 0 or min(strides) <= 0 or min(paddings) < 0:
@@ -209,67 +209,67 @@ def im2col(
     for size, k, s, p, d in zip(batched.shape[2:], kernel, strides, paddings, dilations):
         if (size + 2 * p - d * (k - 1) - 1) // s + 1 < 1:
             raise RuntimeError(
-                f"unfold: the sliding blocks of {kernel} do not fit in the padded input {list(a.shape)}"
+                f"unfold: the sliding blocks of {kernel} do not fit in the padded input {list(input.shape)}"
             )
         axes.append(regular_axis(size, k, s, p, d, False))
-    blocks = [picked for _, picked in windows(batched, axes, 0.0 if a.dtype.is_floating_point else 0)]
+    blocks = [picked for _, picked in windows(batched, axes, 0.0 if input.dtype.is_floating_point else 0)]
     n, c = batched.shape[:2]
     length = axes[0].out * axes[1].out
     stacked = shape.stack([prims.reshape(b, (n, c, length)) for b in blocks], 2)
     result = prims.reshape(stacked, (n, c * len(blocks), length))
-    return result if a.ndim == 4 else prims.reshape(result, result.shape[1:])
+    return result if input.ndim == 4 else prims.reshape(result, result.shape[1:])
 
 
 @torchsymbol(F.pixel_shuffle, torch.pixel_shuffle)
-def pixel_shuffle(a: TensorProxy, upscale_factor: int) -> TensorProxy:
+def pixel_shuffle(input: TensorProxy, upscale_factor: int) -> TensorProxy:
     r = upscale_factor
-    if a.ndim < 3:
+    if input.ndim < 3:
         raise RuntimeError(
-            f"pixel_shuffle expects input to have at least 3 dimensions, but got input with {a.ndim} dimension(s)"
+            f"pixel_shuffle expects input to have at least 3 dimensions, but got input with {input.ndim} dimension(s)"
         )
-    if r <= 0 or a.shape[-3] % (r * r):
+    if r <= 0 or input.shape[-3] % (r * r):
         raise RuntimeError(
-            f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={a.shape[-3]} is not divisible by {r * r}"
+            f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={input.shape[-3]} is not divisible by {r * r}"
         )
-    *batch, c, h, w = a.shape
-    split = prims.reshape(a, (*batch, c // (r * r), r, r, h, w))
+    *batch, c, h, w = input.shape
+    split = prims.reshape(input, (*batch, c // (r * r), r, r, h, w))
     b = len(batch)
     moved = shape.permute(split, [*range(b), b, b + 3, b + 1, b + 4, b + 2])
     return prims.reshape(moved, (*batch, c // (r * r), h * r, w * r))
 
 
 @torchsymbol(F.pixel_unshuffle, torch.pixel_unshuffle)
-def pixel_unshuffle(a: TensorProxy, downscale_factor: int) -> TensorProxy:
+def pixel_unshuffle(input: TensorProxy, downscale_factor: int) -> TensorProxy:
     r = downscale_factor
-    if a.ndim < 3:
+    if input.ndim < 3:
         raise RuntimeError(
-            f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with {a.ndim} dimension(s)"
+            f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with {input.ndim} dimension(s)"
         )
-    if r <= 0 or a.shape[-2] % r or a.shape[-1] % r:
+    if r <= 0 or input.shape[-2] % r or input.shape[-1] % r:
         raise RuntimeError(
-            f"pixel_unshuffle expects height and width to be divisible by downscale_factor {r}, got {list(a.shape)}"
+            f"pixel_unshuffle expects height and width to be divisible by downscale_factor {r}, got {list(input.shape)}"
         )
-    *batch, c, h, w = a.shape
-    split = prims.reshape(a, (*batch, c, h // r, r, w // r, r))
+    *batch, c, h, w = input.shape
+    split = prims.reshape(input, (*batch, c, h // r, r, w // r, r))
     b = len(batch)
     moved = shape.permute(split, [*range(b), b, b + 2, b + 4, b + 1, b + 3])
     return prims.reshape(moved, (*batch, c * r * r, h // r, w // r))
 
 
 @torchsymbol(F.channel_shuffle, torch.channel_shuffle)
-def channel_shuffle(a: TensorProxy, groups: int) -> TensorProxy:
-    if a.ndim < 3:
+def channel_shuffle(input: TensorProxy, groups: int) -> TensorProxy:
+    if input.ndim < 3:
         raise RuntimeError(
-            f"channel_shuffle expects input to have at least 3 dimensions, but got input with {a.ndim} dimension(s)"
+            f"channel_shuffle expects input to have at least 3 dimensions, but got input with {input.ndim} dimension(s)"
         )
-    if groups <= 0 or a.shape[1] % groups:
+    if groups <= 0 or input.shape[1] % groups:
         raise RuntimeError(
-            f"Number of channels must be divisible by groups. Got {a.shape[1]} channels and {groups} groups."
+            f"Number of channels must be divisible by groups. Got {input.shape[1]} channels and {groups} groups."
         )
-    n, c, *rest = a.shape
-    split = prims.reshape(a, (n, groups, c // groups, *rest))
+    n, c, *rest = input.shape
+    split = prims.reshape(input, (n, groups, c // groups, *rest))
     moved = shape.permute(split, [0, 2, 1, *range(3, split.ndim)])
-    return prims.reshape(moved, a.shape)
+    return prims.reshape(moved, input.shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,7 +433,7 @@ def _cubic_coefficients_proxy(t: TensorProxy) -> list[TensorProxy]:
 
 
 @torchsymbol(F.grid_sample)
-def grid_sample(a: TensorProxy, grid: TensorProxy, mode: str = "bilinear", padding_mode: str = "zeros",
+def grid_sample(input: TensorProxy, grid: TensorProxy, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> TensorProxy:  # fmt: skip
     if mode not in _MODES:
         raise ValueError(
@@ -443,35 +443,35 @@ def grid_sample(a: TensorProxy, grid: TensorProxy, mode: str = "bilinear", paddi
         raise ValueError(
             f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '{padding_mode}'"
         )
-    return _grid_sample(a, grid, _MODES[mode], _PADDINGS[padding_mode], bool(align_corners))
+    return _grid_sample(input, grid, _MODES[mode], _PADDINGS[padding_mode], bool(align_corners))
 
 
 @torchsymbol(torch.grid_sampler_2d)
-def grid_sampler_2d(a: TensorProxy, grid: TensorProxy, interpolation_mode: int, padding_mode: int,
+def grid_sampler_2d(input: TensorProxy, grid: TensorProxy, interpolation_mode: int, padding_mode: int,
                     align_corners: bool) -> TensorProxy:  # fmt: skip
-    if a.ndim != 4:
-        raise RuntimeError(f"grid_sampler_2d(): expected 4D input, got {a.ndim}D")
-    return _grid_sample(a, grid, interpolation_mode, padding_mode, align_corners)
+    if input.ndim != 4:
+        raise RuntimeError(f"grid_sampler_2d(): expected 4D input, got {input.ndim}D")
+    return _grid_sample(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
 @torchsymbol(torch.grid_sampler_3d)
-def grid_sampler_3d(a: TensorProxy, grid: TensorProxy, interpolation_mode: int, padding_mode: int,
+def grid_sampler_3d(input: TensorProxy, grid: TensorProxy, interpolation_mode: int, padding_mode: int,
                     align_corners: bool) -> TensorProxy:  # fmt: skip
-    if a.ndim != 5:
-        raise RuntimeError(f"grid_sampler_3d(): expected 5D input, got {a.ndim}D")
-    return _grid_sample(a, grid, interpolation_mode, padding_mode, align_corners)
+    if input.ndim != 5:
+        raise RuntimeError(f"grid_sampler_3d(): expected 5D input, got {input.ndim}D")
+    return _grid_sample(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
 @torchsymbol(F.fold)
-def col2im(a: TensorProxy, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
+def col2im(input: TensorProxy, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
            stride: Any = 1) -> TensorProxy:  # fmt: skip
     """The inverse layout of ``F.unfold``, summing overlaps: each kernel offset's block is spread
     to its strided output positions with ``prims.pad`` (interior padding), and the blocks are added."""
-    if a.ndim not in (2, 3):
+    if input.ndim not in (2, 3):
         raise NotImplementedError(
-            f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got {a.ndim}D)"
+            f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got {input.ndim}D)"
         )
-    batched = a if a.ndim == 3 else prims.reshape(a, (1, *a.shape))
+    batched = input if input.ndim == 3 else prims.reshape(input, (1, *input.shape))
     sizes, kernel = per_dim(output_size, 2, "output_size"), per_dim(kernel_size, 2, "kernel_size")
     dilations, paddings = per_dim(dilation, 2, "dilation"), per_dim(padding, 2, "padding")
     strides = per_dim(stride, 2, "stride")
@@ -485,7 +485,7 @@ def col2im(a: TensorProxy, output_size: Any, kernel_size: Any, dilation: Any = 1
     offsets = math.prod(kernel)
     if rows % offsets or min(blocks) < 1 or length != math.prod(blocks):
         raise RuntimeError(
-            f"fold: expected an input of shape (N, C * {offsets}, {math.prod(blocks)}) for output_size {sizes}, got {list(a.shape)}"
+            f"fold: expected an input of shape (N, C * {offsets}, {math.prod(blocks)}) for output_size {sizes}, got {list(input.shape)}"
         )
     channels = rows // offsets
     split = prims.reshape(batched, (n, channels, kernel[0], kernel[1], blocks[0], blocks[1]))
@@ -500,7 +500,7 @@ def col2im(a: TensorProxy, output_size: Any, kernel_size: Any, dilation: Any = 1
             for offset, d, st, b, size in zip((i, j), dilations, strides, blocks, padded_sizes):
                 low = offset * d
                 config.append((low, size - low - (b - 1) * st - 1, st - 1))
-            placed = prims.pad(block, 0.0 if a.dtype.is_floating_point else 0, config)
+            placed = prims.pad(block, 0.0 if input.dtype.is_floating_point else 0, config)
             total = placed if total is None else ew.add(total, placed)
     result = narrow(narrow(total, 2, paddings[0], sizes[0]), 3, paddings[1], sizes[1])
-    return result if a.ndim == 3 else prims.reshape(result, result.shape[1:])
+    return result if input.ndim == 3 else prims.reshape(result, result.shape[1:])

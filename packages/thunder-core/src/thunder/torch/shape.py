@@ -50,14 +50,14 @@ def view(a: TensorProxy, *shape: Any) -> TensorProxy:
 
 
 @torchsymbol(torch.flatten, torch.Tensor.flatten, method="flatten", tags=SHAPE)
-def flatten(a: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> TensorProxy:
-    if a.ndim == 0:
-        return reshape(a, (1,))
-    start, end = canonical_dim(start_dim, a.ndim), canonical_dim(end_dim, a.ndim)
+def flatten(input: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> TensorProxy:
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    start, end = canonical_dim(start_dim, input.ndim), canonical_dim(end_dim, input.ndim)
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    shape = a.shape[:start] + (math.prod(a.shape[start : end + 1]),) + a.shape[end + 1 :]
-    return reshape(a, shape)
+    shape = input.shape[:start] + (math.prod(input.shape[start : end + 1]),) + input.shape[end + 1 :]
+    return reshape(input, shape)
 
 
 @torchsymbol(torch.Tensor.permute, torch.permute, method="permute", tags=SHAPE)
@@ -69,20 +69,20 @@ def permute(a: TensorProxy, *dims: Any) -> TensorProxy:
 
 
 @torchsymbol(torch.transpose, torch.swapaxes, torch.Tensor.transpose, method="transpose", tags=SHAPE)
-def transpose(a: TensorProxy, dim0: int, dim1: int) -> TensorProxy:
-    if a.ndim == 0:
-        return a
-    permutation = list(range(a.ndim))
-    d0, d1 = canonical_dim(dim0, a.ndim), canonical_dim(dim1, a.ndim)
+def transpose(input: TensorProxy, dim0: int, dim1: int) -> TensorProxy:
+    if input.ndim == 0:
+        return input
+    permutation = list(range(input.ndim))
+    d0, d1 = canonical_dim(dim0, input.ndim), canonical_dim(dim1, input.ndim)
     permutation[d0], permutation[d1] = permutation[d1], permutation[d0]
-    return permute(a, permutation)
+    return permute(input, permutation)
 
 
 @torchsymbol(torch.t, torch.Tensor.t, method="t", tags=SHAPE)
-def t(a: TensorProxy) -> TensorProxy:
-    if a.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a.ndim}D")
-    return transpose(a, 0, 1) if a.ndim == 2 else a
+def t(input: TensorProxy) -> TensorProxy:
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, 1) if input.ndim == 2 else input
 
 
 @torchsymbol(method="T", tags=SHAPE)
@@ -91,24 +91,24 @@ def T(a: TensorProxy) -> TensorProxy:  # noqa: N802 -- torch's name
 
 
 @torchsymbol(method="mT", tags=SHAPE)
-def mT(a: TensorProxy) -> TensorProxy:  # noqa: N802 -- torch's name
-    return transpose(a, -2, -1)
+def mT(input: TensorProxy) -> TensorProxy:  # noqa: N802 -- torch's name
+    return transpose(input, -2, -1)
 
 
 @torchsymbol(torch.unsqueeze, torch.Tensor.unsqueeze, method="unsqueeze", tags=SHAPE)
-def unsqueeze(a: TensorProxy, dim: int) -> TensorProxy:
-    d = canonical_dim(dim, a.ndim + 1)
-    return prims.reshape(a, a.shape[:d] + (1,) + a.shape[d:])
+def unsqueeze(input: TensorProxy, dim: int) -> TensorProxy:
+    d = canonical_dim(dim, input.ndim + 1)
+    return prims.reshape(input, input.shape[:d] + (1,) + input.shape[d:])
 
 
 @torchsymbol(torch.squeeze, torch.Tensor.squeeze, method="squeeze", tags=SHAPE)
-def squeeze(a: TensorProxy, dim: Any = None) -> TensorProxy:
+def squeeze(input: TensorProxy, dim: Any = None) -> TensorProxy:
     if dim is None:
-        dims = tuple(range(a.ndim))
+        dims = tuple(range(input.ndim))
     else:
-        dims = tuple(canonical_dim(d, a.ndim) for d in ((dim,) if isinstance(dim, int) else dim))
-    shape = tuple(s for d, s in enumerate(a.shape) if not (d in dims and s == 1))
-    return a if shape == a.shape else prims.reshape(a, shape)
+        dims = tuple(canonical_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim))
+    shape = tuple(s for d, s in enumerate(input.shape) if not (d in dims and s == 1))
+    return input if shape == input.shape else prims.reshape(input, shape)
 
 
 @torchsymbol(torch.Tensor.expand, method="expand", tags=SHAPE)
@@ -145,9 +145,9 @@ def stack(tensors: Sequence[TensorProxy], dim: int = 0) -> TensorProxy:
 
 
 @torchsymbol(torch.unbind, torch.Tensor.unbind, method="unbind", tags=SHAPE)
-def unbind(a: TensorProxy, dim: int = 0) -> tuple[TensorProxy, ...]:
-    d = canonical_dim(dim, a.ndim)
-    return tuple(_select(a, d, i) for i in range(a.shape[d]))
+def unbind(input: TensorProxy, dim: int = 0) -> tuple[TensorProxy, ...]:
+    d = canonical_dim(dim, input.ndim)
+    return tuple(_select(input, d, i) for i in range(input.shape[d]))
 
 
 def _select(a: TensorProxy, dim: int, index: int) -> TensorProxy:

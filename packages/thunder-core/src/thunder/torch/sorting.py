@@ -29,13 +29,13 @@ def _scan(prim: Symbol, a: TensorProxy, dim: int, dtype: Any) -> TensorProxy:
 
 
 @torchsymbol(torch.cumsum, torch.Tensor.cumsum, method="cumsum", tags=REDUCTION)
-def cumsum(a: TensorProxy, dim: int, *, dtype: Any = None) -> TensorProxy:
-    return _scan(prims.cumsum, a, dim, dtype)
+def cumsum(input: TensorProxy, dim: int, *, dtype: Any = None) -> TensorProxy:
+    return _scan(prims.cumsum, input, dim, dtype)
 
 
 @torchsymbol(torch.cumprod, torch.Tensor.cumprod, method="cumprod", tags=REDUCTION)
-def cumprod(a: TensorProxy, dim: int, *, dtype: Any = None) -> TensorProxy:
-    return _scan(prims.cumprod, a, dim, dtype)
+def cumprod(input: TensorProxy, dim: int, *, dtype: Any = None) -> TensorProxy:
+    return _scan(prims.cumprod, input, dim, dtype)
 
 
 def _sort(a: TensorProxy, dim: int, descending: bool, stable: bool) -> tuple[TensorProxy, TensorProxy]:
@@ -47,33 +47,33 @@ def _sort(a: TensorProxy, dim: int, descending: bool, stable: bool) -> tuple[Ten
 
 @torchsymbol(torch.sort, torch.Tensor.sort, method="sort", tags=REDUCTION)
 def sort(
-    a: TensorProxy, dim: int = -1, descending: bool = False, stable: bool | None = False
+    input: TensorProxy, dim: int = -1, descending: bool = False, stable: bool | None = False
 ) -> tuple[TensorProxy, TensorProxy]:
     """Values and indices, as ``torch.return_types.sort``."""
     if isinstance(dim, bool):  # sort(a, stable, dim=..., descending=...) is keyword-only; keep it simple
         raise NotImplementedError("sort with a positional stable flag is not supported")
-    return structseq("sort", *_sort(a, dim, descending, bool(stable)))
+    return structseq("sort", *_sort(input, dim, descending, bool(stable)))
 
 
 @torchsymbol(torch.argsort, torch.Tensor.argsort, method="argsort", tags=REDUCTION)
-def argsort(a: TensorProxy, dim: int = -1, descending: bool = False, *, stable: bool = False) -> TensorProxy:
-    return _sort(a, dim, descending, stable)[1]
+def argsort(input: TensorProxy, dim: int = -1, descending: bool = False, *, stable: bool = False) -> TensorProxy:
+    return _sort(input, dim, descending, stable)[1]
 
 
 @torchsymbol(torch.msort, torch.Tensor.msort, method="msort", tags=REDUCTION)
-def msort(a: TensorProxy) -> TensorProxy:
-    return _sort(a, 0, False, False)[0]
+def msort(input: TensorProxy) -> TensorProxy:
+    return _sort(input, 0, False, False)[0]
 
 
 @torchsymbol(torch.topk, torch.Tensor.topk, method="topk", tags=REDUCTION)
 def topk(
-    a: TensorProxy, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+    input: TensorProxy, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
 ) -> tuple[TensorProxy, TensorProxy]:  # noqa: A002
-    d = canonical_dim(dim, a.ndim)
-    size = a.shape[d] if a.ndim else 1
+    d = canonical_dim(dim, input.ndim)
+    size = input.shape[d] if input.ndim else 1
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
-    return structseq("topk", *prims.topk(a, k, d, bool(largest), bool(sorted)))
+    return structseq("topk", *prims.topk(input, k, d, bool(largest), bool(sorted)))
 
 
 def _select(a: TensorProxy, dim: int, index: TensorProxy) -> TensorProxy:
@@ -96,15 +96,15 @@ def _order_statistic(
 
 
 @torchsymbol(torch.kthvalue, torch.Tensor.kthvalue, method="kthvalue", tags=REDUCTION)
-def kthvalue(a: TensorProxy, k: int, dim: int = -1, keepdim: bool = False) -> tuple[TensorProxy, TensorProxy]:
-    if a.ndim == 0:
+def kthvalue(input: TensorProxy, k: int, dim: int = -1, keepdim: bool = False) -> tuple[TensorProxy, TensorProxy]:
+    if input.ndim == 0:
         if k != 1:
             raise IndexError("kthvalue(): selected number k out of range")
-        return structseq("kthvalue", a, prims.full((), 0, device=a.device, dtype=dtypes.int64))
-    d = canonical_dim(dim, a.ndim)
-    if not 1 <= k <= a.shape[d]:
+        return structseq("kthvalue", input, prims.full((), 0, device=input.device, dtype=dtypes.int64))
+    d = canonical_dim(dim, input.ndim)
+    if not 1 <= k <= input.shape[d]:
         raise IndexError(f"kthvalue(): selected number k out of range for dimension {d}")
-    return structseq("kthvalue", *_order_statistic(a, d, keepdim, k - 1))
+    return structseq("kthvalue", *_order_statistic(input, d, keepdim, k - 1))
 
 
 def _median(a: TensorProxy, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
@@ -143,12 +143,12 @@ def _median(a: TensorProxy, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
 
 
 @torchsymbol(torch.median, torch.Tensor.median, method="median", tags=REDUCTION)
-def median(a: TensorProxy, dim: int | None = None, keepdim: bool = False) -> Any:
-    result = _median(a, dim, keepdim, ignore_nan=False)
+def median(input: TensorProxy, dim: int | None = None, keepdim: bool = False) -> Any:
+    result = _median(input, dim, keepdim, ignore_nan=False)
     return result if dim is None else structseq("median", *result)
 
 
 @torchsymbol(torch.nanmedian, torch.Tensor.nanmedian, method="nanmedian", tags=REDUCTION)
-def nanmedian(a: TensorProxy, dim: int | None = None, keepdim: bool = False) -> Any:
-    result = _median(a, dim, keepdim, ignore_nan=True)
+def nanmedian(input: TensorProxy, dim: int | None = None, keepdim: bool = False) -> Any:
+    result = _median(input, dim, keepdim, ignore_nan=True)
     return result if dim is None else structseq("nanmedian", *result)

@@ -67,12 +67,12 @@ alias(torch.special.psi, digamma)
 
 
 @torchsymbol(torch.polygamma, torch.special.polygamma, tags=ELEMENTWISE)
-def polygamma(n: int, a: TensorProxy) -> TensorProxy:
-    _real_only("polygamma", a)
+def polygamma(n: int, input: TensorProxy) -> TensorProxy:
+    _real_only("polygamma", input)
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
-    computation_dtype, result_dtype = elementwise_dtypes(a, kind=INT_TO_FLOAT)
-    return to_dtype(prims.polygamma(n, to_dtype(a, computation_dtype)), result_dtype)
+    computation_dtype, result_dtype = elementwise_dtypes(input, kind=INT_TO_FLOAT)
+    return to_dtype(prims.polygamma(n, to_dtype(input, computation_dtype)), result_dtype)
 
 
 @torchsymbol(torch.Tensor.polygamma, method="polygamma", name="tensor_polygamma", tags=ELEMENTWISE)
@@ -84,12 +84,12 @@ def tensor_polygamma(a: TensorProxy, n: int) -> TensorProxy:
 @torchsymbol(
     torch.mvlgamma, torch.Tensor.mvlgamma, torch.special.multigammaln, method="mvlgamma", tags=ELEMENTWISE
 )
-def mvlgamma(a: TensorProxy, p: int) -> TensorProxy:
-    _real_only("mvlgamma", a)
+def mvlgamma(input: TensorProxy, p: int) -> TensorProxy:
+    _real_only("mvlgamma", input)
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    computation_dtype, result_dtype = elementwise_dtypes(a, kind=INT_TO_FLOAT)
-    x = to_dtype(a, computation_dtype)
+    computation_dtype, result_dtype = elementwise_dtypes(input, kind=INT_TO_FLOAT)
+    x = to_dtype(input, computation_dtype)
     total = prims.lgamma(x)
     for j in range(1, p):
         total = prims.add(total, prims.lgamma(prims.sub(x, j / 2)))
@@ -105,9 +105,9 @@ def _float_inputs(*args: Any) -> tuple[list[Any], dtypes.dtype, dtypes.dtype]:
 
 
 def _x_log(name: str, log_prim: Symbol) -> Any:
-    def op(a: Any, b: Any) -> Any:
-        _real_only(name, a, b)
-        (x, y), _, result_dtype = _float_inputs(a, b)
+    def op(input: Any, other: Any) -> Any:
+        _real_only(name, input, other)
+        (x, y), _, result_dtype = _float_inputs(input, other)
         like = x if isinstance(x, TensorProxy) else y
         x, y = (v if isinstance(v, TensorProxy) else prims.full(like.shape, v, device=like.device, dtype=like.dtype)
                 for v in (x, y))  # fmt: skip
@@ -125,33 +125,33 @@ xlog1py = torchsymbol(torch.special.xlog1py, name="xlog1py", tags=ELEMENTWISE)(_
 
 
 @torchsymbol(torch.special.entr, tags=ELEMENTWISE)
-def entr(a: TensorProxy) -> TensorProxy:
-    _real_only("entr", a)
-    (x,), _, result_dtype = _float_inputs(a)
+def entr(input: TensorProxy) -> TensorProxy:
+    _real_only("entr", input)
+    (x,), _, result_dtype = _float_inputs(input)
     positive = prims.neg(prims.mul(x, prims.log(x)))
     result = prims.where(prims.gt(x, 0.0), positive, prims.where(prims.eq(x, 0.0), 0.0, -math.inf))
     return to_dtype(prims.where(prims.isnan(x), x, result), result_dtype)
 
 
 @torchsymbol(torch.logit, torch.Tensor.logit, torch.special.logit, method="logit", tags=ELEMENTWISE)
-def logit(a: TensorProxy, eps: float | None = None) -> TensorProxy:
-    _real_only("logit", a)
-    (x,), _, result_dtype = _float_inputs(a)
+def logit(input: TensorProxy, eps: float | None = None) -> TensorProxy:
+    _real_only("logit", input)
+    (x,), _, result_dtype = _float_inputs(input)
     if eps is not None:
         x = prims.where(prims.lt(x, eps), eps, prims.where(prims.gt(x, 1.0 - eps), 1.0 - eps, x))
     return to_dtype(prims.log(prims.div(x, prims.sub(1.0, x))), result_dtype)
 
 
 @torchsymbol(torch.sinc, torch.Tensor.sinc, torch.special.sinc, method="sinc", tags=ELEMENTWISE)
-def sinc(a: TensorProxy) -> TensorProxy:
-    _real_only("sinc", a)
-    (x,), _, result_dtype = _float_inputs(a)
+def sinc(input: TensorProxy) -> TensorProxy:
+    _real_only("sinc", input)
+    (x,), _, result_dtype = _float_inputs(input)
     scaled = prims.mul(x, math.pi)
     return to_dtype(prims.where(prims.eq(x, 0.0), 1.0, prims.div(prims.sin(scaled), scaled)), result_dtype)
 
 
 @torchsymbol(torch.special.ndtr, tags=ELEMENTWISE)
-def ndtr(a: TensorProxy) -> TensorProxy:
-    _real_only("ndtr", a)
-    (x,), _, result_dtype = _float_inputs(a)
+def ndtr(input: TensorProxy) -> TensorProxy:
+    _real_only("ndtr", input)
+    (x,), _, result_dtype = _float_inputs(input)
     return to_dtype(prims.mul(prims.erfc(prims.mul(x, -math.sqrt(0.5))), 0.5), result_dtype)

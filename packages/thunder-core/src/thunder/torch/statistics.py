@@ -33,18 +33,18 @@ REDUCTION = frozenset({"reduction"})
 
 @torchsymbol(torch.cov, torch.Tensor.cov, method="cov", tags=REDUCTION)
 def cov(
-    a: TensorProxy,
+    input: TensorProxy,
     *,
     correction: int = 1,
     fweights: TensorProxy | None = None,
     aweights: TensorProxy | None = None,
 ) -> TensorProxy:
     """ATen's ``cov``: rows are variables, columns observations; weights multiply."""
-    if a.ndim > 2:
+    if input.ndim > 2:
         raise RuntimeError(
-            f"cov(): expected input to have two or fewer dimensions but got an input with {a.ndim} dimensions"
+            f"cov(): expected input to have two or fewer dimensions but got an input with {input.ndim} dimensions"
         )
-    x = prims.reshape(a, (1, a.numel())) if a.ndim < 2 else a
+    x = prims.reshape(input, (1, input.numel())) if input.ndim < 2 else input
     observations = x.shape[1]
     weights = None
     for name, w in (("fweights", fweights), ("aweights", aweights)):
@@ -68,7 +68,7 @@ def cov(
             )
         weights = w if weights is None else ew.mul(weights, w)
     if weights is None:
-        weight_sum: Any = prims.full((), observations, device=a.device, dtype=dtypes.int64)
+        weight_sum: Any = prims.full((), observations, device=input.device, dtype=dtypes.int64)
         average = ew.true_divide(reductions.sum(x, 1), weight_sum)
     else:
         weight_sum = reductions.sum(weights)
@@ -89,8 +89,8 @@ def cov(
 
 
 @torchsymbol(torch.corrcoef, torch.Tensor.corrcoef, method="corrcoef", tags=REDUCTION)
-def corrcoef(a: TensorProxy) -> TensorProxy:
-    c = cov(a)
+def corrcoef(input: TensorProxy) -> TensorProxy:
+    c = cov(input)
     if c.ndim == 0:
         return ew.true_divide(c, c)
     n = c.shape[0]
@@ -152,11 +152,11 @@ def searchsorted(sorted_sequence: TensorProxy, values: Any, *, out_int32: bool =
 
 @torchsymbol(torch.bucketize, tags=REDUCTION)
 def bucketize(
-    a: Any, boundaries: TensorProxy, *, out_int32: bool = False, right: bool = False
+    input: Any, boundaries: TensorProxy, *, out_int32: bool = False, right: bool = False
 ) -> TensorProxy:
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
-    return _search(boundaries, a, right, out_int32)
+    return _search(boundaries, input, right, out_int32)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,12 +164,12 @@ def bucketize(
 
 
 @torchsymbol(torch.histc, torch.Tensor.histc, method="histc", tags=REDUCTION)
-def histc(a: TensorProxy, bins: int = 100, min: float = 0, max: float = 0) -> TensorProxy:  # noqa: A002
+def histc(input: TensorProxy, bins: int = 100, min: float = 0, max: float = 0) -> TensorProxy:  # noqa: A002
     """Counts in ``bins`` equal bins over [min, max] (the data's range when they are equal), as eager bins:
     ``int((x - left) * bins / (right - left))`` in the input's dtype, the right edge in the last bin."""
-    if not a.dtype.is_floating_point:
+    if not input.dtype.is_floating_point:
         raise RuntimeError(
-            f"torch.histc: input tensor and hist tensor should have the same dtype, but got input {a.dtype.name}"
+            f"torch.histc: input tensor and hist tensor should have the same dtype, but got input {input.dtype.name}"
         )
     if bins <= 0:
         raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for dimension 0")
@@ -177,22 +177,22 @@ def histc(a: TensorProxy, bins: int = 100, min: float = 0, max: float = 0) -> Te
         raise RuntimeError("torch.histc: max must be larger than min")
     left: Any = float(min)
     right: Any = float(max)
-    if left == right and a.numel() > 0:
-        left, right = reductions.amin(a), reductions.amax(a)
+    if left == right and input.numel() > 0:
+        left, right = reductions.amin(input), reductions.amax(input)
         same = ew.eq(left, right)
         left, right = ew.where(same, ew.sub(left, 1), left), ew.where(same, ew.add(right, 1), right)
     elif left == right:
         left, right = left - 1, right + 1
     if isinstance(left, float):  # eager's edges are in the input's dtype
-        left = prims.full((), left, device=a.device, dtype=a.dtype)
-        right = prims.full((), right, device=a.device, dtype=a.dtype)
-    x = prims.reshape(a, (a.numel(),))
+        left = prims.full((), left, device=input.device, dtype=input.dtype)
+        right = prims.full((), right, device=input.device, dtype=input.dtype)
+    x = prims.reshape(input, (input.numel(),))
     position = to_dtype(ew.true_divide(ew.mul(ew.sub(x, left), bins), ew.sub(right, left)), dtypes.int64)
     position = ew.where(ew.eq(position, bins), bins - 1, position)
     inside = ew.bitwise_and(ew.ge(x, left), ew.le(x, right))
     position = ew.where(inside, position, bins)  # outside (and NaN): counted in an extra bin, dropped
-    counts = prims.full((bins + 1,), 0, device=a.device, dtype=a.dtype)
-    ones = prims.full((a.numel(),), 1, device=a.device, dtype=a.dtype)
+    counts = prims.full((bins + 1,), 0, device=input.device, dtype=input.dtype)
+    ones = prims.full((input.numel(),), 1, device=input.device, dtype=input.dtype)
     counts = prims.scatter_add(counts, 0, position, ones)
     return prims.slice_prim(counts, (0,), (bins,), (1,))
 
@@ -267,36 +267,36 @@ def _quantile(
 
 
 @torchsymbol(torch.quantile, torch.Tensor.quantile, method="quantile", tags=REDUCTION)
-def quantile(a: TensorProxy, q: Any, dim: int | None = None, keepdim: bool = False, *,
+def quantile(input: TensorProxy, q: Any, dim: int | None = None, keepdim: bool = False, *,
              interpolation: str = "linear") -> TensorProxy:  # fmt: skip
-    return _quantile(a, q, dim, keepdim, interpolation, ignore_nan=False)
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
 @torchsymbol(torch.nanquantile, torch.Tensor.nanquantile, method="nanquantile", tags=REDUCTION)
-def nanquantile(a: TensorProxy, q: Any, dim: int | None = None, keepdim: bool = False, *,
+def nanquantile(input: TensorProxy, q: Any, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear") -> TensorProxy:  # fmt: skip
-    return _quantile(a, q, dim, keepdim, interpolation, ignore_nan=True)
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)
 
 
 @torchsymbol(torch.mode, torch.Tensor.mode, method="mode", tags=REDUCTION)
-def mode(a: TensorProxy, dim: int = -1, keepdim: bool = False) -> tuple[TensorProxy, TensorProxy]:
+def mode(input: TensorProxy, dim: int = -1, keepdim: bool = False) -> tuple[TensorProxy, TensorProxy]:
     """The most frequent value (the smallest of equally frequent ones, as eager) and an index holding it."""
-    if a.ndim == 0:
-        return structseq("mode", a, prims.full((), 0, device=a.device, dtype=dtypes.int64))
-    d = canonical_dim(dim, a.ndim)
-    n = a.shape[d]
+    if input.ndim == 0:
+        return structseq("mode", input, prims.full((), 0, device=input.device, dtype=dtypes.int64))
+    d = canonical_dim(dim, input.ndim)
+    n = input.shape[d]
     if n == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
-    values, indices = prims.sort(a, d, False, True)
+    values, indices = prims.sort(input, d, False, True)
     # how often each sorted value occurs: compare it with every element of its slice
     wide = (*values.shape[: d + 1], n, *values.shape[d + 1 :])
     mine = prims.broadcast_in_dim(values, wide, (*range(d + 1), *range(d + 2, len(wide))))
     others = prims.broadcast_in_dim(values, wide, (*range(d), *range(d + 1, len(wide))))
     counts = reductions.sum(to_dtype(ew.eq(mine, others), dtypes.int64), d + 1)
-    best = prims.reshape(prims.argmax(counts, d), (*a.shape[:d], 1, *a.shape[d + 1 :]))  # first: the smallest
+    best = prims.reshape(prims.argmax(counts, d), (*input.shape[:d], 1, *input.shape[d + 1 :]))  # first: the smallest
     value, index = prims.take_along_axis(values, best, d), prims.take_along_axis(indices, best, d)
     if not keepdim:
-        shape = a.shape[:d] + a.shape[d + 1 :]
+        shape = input.shape[:d] + input.shape[d + 1 :]
         value, index = prims.reshape(value, shape), prims.reshape(index, shape)
     return structseq("mode", value, index)
 
@@ -306,26 +306,26 @@ def mode(a: TensorProxy, dim: int = -1, keepdim: bool = False) -> tuple[TensorPr
 
 
 @torchsymbol(torch.logcumsumexp, torch.Tensor.logcumsumexp, method="logcumsumexp", tags=REDUCTION)
-def logcumsumexp(a: TensorProxy, dim: int) -> TensorProxy:
+def logcumsumexp(input: TensorProxy, dim: int) -> TensorProxy:
     """A scan of ``logaddexp`` in float64 for float32 and narrower inputs: ``ceil(log2(n))`` steps each
     add to every element the running value ``2**k`` places before it (Hillis and Steele). Unlike
     ``log(cumsum(exp(a - max)))`` no element underflows, however far below its slice's maximum."""
-    if not (a.dtype.is_floating_point or a.dtype.is_complex):
-        raise RuntimeError(f"\"logcumsumexp_out_cpu\" not implemented for '{a.dtype.name}'")
-    if a.dtype.is_complex:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"\"logcumsumexp_out_cpu\" not implemented for '{input.dtype.name}'")
+    if input.dtype.is_complex:
         raise NotImplementedError("thunder does not support logcumsumexp of complex tensors yet")
-    d = canonical_dim(dim, a.ndim)
-    if a.numel() == 0 or a.ndim == 0:
-        return a
-    result = to_dtype(a, dtypes.float64)
-    n, step = a.shape[d], 1
+    d = canonical_dim(dim, input.ndim)
+    if input.numel() == 0 or input.ndim == 0:
+        return input
+    result = to_dtype(input, dtypes.float64)
+    n, step = input.shape[d], 1
     while step < n:
         earlier = prims.pad(
-            narrow(result, d, 0, n - step), -math.inf, [(step, 0, 0) if i == d else (0, 0, 0) for i in range(a.ndim)]
+            narrow(result, d, 0, n - step), -math.inf, [(step, 0, 0) if i == d else (0, 0, 0) for i in range(input.ndim)]
         )
         result = logaddexp(result, earlier)
         step *= 2
-    return to_dtype(result, a.dtype)
+    return to_dtype(result, input.dtype)
 
 
 @register_vjp(logcumsumexp)

@@ -41,8 +41,8 @@ def expand_as(a: TensorProxy, other: TensorProxy) -> TensorProxy:
 
 
 @torchsymbol(torch.broadcast_to, torch.Tensor.broadcast_to, method="broadcast_to", tags=SHAPE)
-def broadcast_to(a: TensorProxy, size: Sequence[int]) -> TensorProxy:
-    return expand(a, tuple(size))
+def broadcast_to(input: TensorProxy, size: Sequence[int]) -> TensorProxy:
+    return expand(input, tuple(size))
 
 
 @torchsymbol(torch.broadcast_tensors, tags=SHAPE)
@@ -64,8 +64,8 @@ def reshape_as(a: TensorProxy, other: TensorProxy) -> TensorProxy:
 
 
 @torchsymbol(torch.ravel, torch.Tensor.ravel, method="ravel", tags=SHAPE)
-def ravel(a: TensorProxy) -> TensorProxy:
-    return reshape(a, (a.numel(),))
+def ravel(input: TensorProxy) -> TensorProxy:
+    return reshape(input, (input.numel(),))
 
 
 @torchsymbol(
@@ -76,7 +76,7 @@ def ravel(a: TensorProxy) -> TensorProxy:
     method=("movedim", "moveaxis"),
     tags=SHAPE,
 )
-def movedim(a: TensorProxy, source: Any, destination: Any) -> TensorProxy:
+def movedim(input: TensorProxy, source: Any, destination: Any) -> TensorProxy:
     sources = (source,) if isinstance(source, int) else tuple(source)
     destinations = (destination,) if isinstance(destination, int) else tuple(destination)
     if len(sources) != len(destinations):
@@ -84,33 +84,33 @@ def movedim(a: TensorProxy, source: Any, destination: Any) -> TensorProxy:
             f"movedim: Invalid source or destination dims: source ({list(sources)} dims) should contain the same "
             f"number of dims as destination ({list(destinations)} dims)"
         )
-    sources = tuple(canonical_dim(d, a.ndim) for d in sources)
-    destinations = tuple(canonical_dim(d, a.ndim) for d in destinations)
+    sources = tuple(canonical_dim(d, input.ndim) for d in sources)
+    destinations = tuple(canonical_dim(d, input.ndim) for d in destinations)
     if len(set(sources)) != len(sources) or len(set(destinations)) != len(destinations):
         raise RuntimeError("movedim: repeated dim")
-    if a.ndim == 0:
-        return a
-    order: list[int | None] = [None] * a.ndim
+    if input.ndim == 0:
+        return input
+    order: list[int | None] = [None] * input.ndim
     for s, d in zip(sources, destinations):
         order[d] = s
-    rest = iter(d for d in range(a.ndim) if d not in sources)
-    return permute(a, [next(rest) if o is None else o for o in order])
+    rest = iter(d for d in range(input.ndim) if d not in sources)
+    return permute(input, [next(rest) if o is None else o for o in order])
 
 
 @torchsymbol(
     torch.swapdims, torch.Tensor.swapdims, torch.Tensor.swapaxes, method=("swapdims", "swapaxes"), tags=SHAPE
 )
-def swapdims(a: TensorProxy, dim0: int, dim1: int) -> TensorProxy:
-    return transpose(a, dim0, dim1)
+def swapdims(input: TensorProxy, dim0: int, dim1: int) -> TensorProxy:
+    return transpose(input, dim0, dim1)
 
 
 @torchsymbol(torch.unflatten, torch.Tensor.unflatten, method="unflatten", tags=SHAPE)
-def unflatten(a: TensorProxy, dim: int, sizes: Sequence[int]) -> TensorProxy:
+def unflatten(input: TensorProxy, dim: int, sizes: Sequence[int]) -> TensorProxy:
     if len(sizes) == 0:
         raise RuntimeError("unflatten: sizes must be non-empty")
-    d = canonical_dim(dim, a.ndim)
-    inner = infer_shape(a.shape[d], tuple(sizes)) if a.ndim else tuple(sizes)
-    return reshape(a, a.shape[:d] + inner + a.shape[d + 1 :])
+    d = canonical_dim(dim, input.ndim)
+    inner = infer_shape(input.shape[d], tuple(sizes)) if input.ndim else tuple(sizes)
+    return reshape(input, input.shape[:d] + inner + input.shape[d + 1 :])
 
 
 def _slice_dim(a: TensorProxy, dim: int, start: int, end: int, step: int = 1) -> TensorProxy:
@@ -122,13 +122,13 @@ def _slice_dim(a: TensorProxy, dim: int, start: int, end: int, step: int = 1) ->
 
 
 @torchsymbol(torch.narrow, torch.Tensor.narrow, torch.narrow_copy, method="narrow", tags=SHAPE)
-def narrow(a: TensorProxy, dim: int, start: Any, length: int) -> TensorProxy:
-    if a.ndim == 0:
+def narrow(input: TensorProxy, dim: int, start: Any, length: int) -> TensorProxy:
+    if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    d = canonical_dim(dim, a.ndim)
-    size = a.shape[d]
+    d = canonical_dim(dim, input.ndim)
+    size = input.shape[d]
     if isinstance(start, TensorProxy):
-        return _narrow_at(a, d, start, length)
+        return _narrow_at(input, d, start, length)
     if not -size <= start <= size:
         raise IndexError(
             f"start out of range (expected to be in range of [{-size}, {size}], but got {start})"
@@ -136,7 +136,7 @@ def narrow(a: TensorProxy, dim: int, start: Any, length: int) -> TensorProxy:
     start = start % size if start < 0 else start
     if length < 0 or start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return _slice_dim(a, d, start, start + length)
+    return _slice_dim(input, d, start, start + length)
 
 
 def _narrow_at(a: TensorProxy, dim: int, start: TensorProxy, length: int) -> TensorProxy:
@@ -151,16 +151,16 @@ def _narrow_at(a: TensorProxy, dim: int, start: TensorProxy, length: int) -> Ten
 
 
 @torchsymbol(torch.select, torch.Tensor.select, method="select", tags=SHAPE)
-def select(a: TensorProxy, dim: int, index: int) -> TensorProxy:
-    if a.ndim == 0:
+def select(input: TensorProxy, dim: int, index: int) -> TensorProxy:
+    if input.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    d = canonical_dim(dim, a.ndim)
-    size = a.shape[d]
+    d = canonical_dim(dim, input.ndim)
+    size = input.shape[d]
     if not -size <= index < size:
         raise IndexError(
-            f"select(): index {index} out of range for tensor of size {list(a.shape)} at dimension {d}"
+            f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {d}"
         )
-    return _select(a, d, index % size)
+    return _select(input, d, index % size)
 
 
 def _split_by_sizes(a: TensorProxy, sizes: Sequence[int], dim: int) -> tuple[TensorProxy, ...]:
@@ -181,8 +181,8 @@ def _split_by_sizes(a: TensorProxy, sizes: Sequence[int], dim: int) -> tuple[Ten
 
 @torchsymbol(torch.split_with_sizes, torch.Tensor.split_with_sizes, torch.split_with_sizes_copy,
              method="split_with_sizes", tags=SHAPE)  # fmt: skip
-def split_with_sizes(a: TensorProxy, split_sizes: Sequence[int], dim: int = 0) -> tuple[TensorProxy, ...]:
-    return _split_by_sizes(a, tuple(split_sizes), dim)
+def split_with_sizes(input: TensorProxy, split_sizes: Sequence[int], dim: int = 0) -> tuple[TensorProxy, ...]:
+    return _split_by_sizes(input, tuple(split_sizes), dim)
 
 
 @torchsymbol(torch.split, torch.Tensor.split, torch.unsafe_split, method="split", tags=SHAPE)
@@ -219,50 +219,50 @@ register_vjp(split, split_with_sizes)(_split_vjp)
 
 
 @torchsymbol(torch.chunk, torch.Tensor.chunk, torch.unsafe_chunk, method="chunk", tags=SHAPE)
-def chunk(a: TensorProxy, chunks: int, dim: int = 0) -> tuple[TensorProxy, ...]:
+def chunk(input: TensorProxy, chunks: int, dim: int = 0) -> tuple[TensorProxy, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    if a.ndim == 0:
+    if input.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
-    length = a.shape[canonical_dim(dim, a.ndim)]
-    return split(a, math.ceil(length / chunks) if length else 0, dim)
+    length = input.shape[canonical_dim(dim, input.ndim)]
+    return split(input, math.ceil(length / chunks) if length else 0, dim)
 
 
 @torchsymbol(torch.tensor_split, torch.Tensor.tensor_split, method="tensor_split", tags=SHAPE)
-def tensor_split(a: TensorProxy, indices_or_sections: Any, dim: int = 0) -> tuple[TensorProxy, ...]:
+def tensor_split(input: TensorProxy, indices_or_sections: Any, dim: int = 0) -> tuple[TensorProxy, ...]:
     if isinstance(indices_or_sections, TensorProxy):
         raise NotImplementedError(
             "tensor_split with indices in a tensor reads its values, which thunder does not see while tracing"
         )
-    if a.ndim == 0:
+    if input.ndim == 0:
         raise RuntimeError(
             "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
         )
-    d = canonical_dim(dim, a.ndim)
-    length = a.shape[d]
+    d = canonical_dim(dim, input.ndim)
+    length = input.shape[d]
     if isinstance(indices_or_sections, int):
         sections = indices_or_sections
         if sections <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
         base, extra = divmod(length, sections)
         sizes = [base + 1] * extra + [base] * (sections - extra)
-        return _split_by_sizes(a, sizes, d)
+        return _split_by_sizes(input, sizes, d)
     bounds = [0] + [min(max(i + length if i < 0 else i, 0), length) for i in indices_or_sections] + [length]
-    return tuple(_slice_dim(a, d, s, max(s, e)) for s, e in zip(bounds, bounds[1:]))
+    return tuple(_slice_dim(input, d, s, max(s, e)) for s, e in zip(bounds, bounds[1:]))
 
 
 def _directional_split(name: str, dim: int, min_ndim: int) -> Any:
-    def op(a: TensorProxy, indices_or_sections: Any) -> tuple[TensorProxy, ...]:
-        if a.ndim < min_ndim:
+    def op(input: TensorProxy, indices_or_sections: Any) -> tuple[TensorProxy, ...]:
+        if input.ndim < min_ndim:
             raise RuntimeError(
-                f"torch.{name} requires a tensor with at least {min_ndim} dimension, but got {a.ndim}"
+                f"torch.{name} requires a tensor with at least {min_ndim} dimension, but got {input.ndim}"
             )
-        d = 0 if name == "hsplit" and a.ndim == 1 else dim
-        if isinstance(indices_or_sections, int) and a.shape[d] % indices_or_sections:
+        d = 0 if name == "hsplit" and input.ndim == 1 else dim
+        if isinstance(indices_or_sections, int) and input.shape[d] % indices_or_sections:
             raise RuntimeError(
                 f"torch.{name} attempted to split along dimension {d}, but the size is not divisible"
             )
-        return tensor_split(a, indices_or_sections, d)
+        return tensor_split(input, indices_or_sections, d)
 
     op.__name__ = name
     return torchsymbol(getattr(torch, name), getattr(torch.Tensor, name), method=name, tags=SHAPE)(op)
@@ -283,12 +283,12 @@ def _diagonal_shape(a: TensorProxy, offset: int, dim1: int, dim2: int) -> tuple[
 
 
 @torchsymbol(torch.diagonal, torch.Tensor.diagonal, torch.diagonal_copy, method="diagonal", tags=SHAPE)
-def diagonal(a: TensorProxy, offset: int = 0, dim1: int = 0, dim2: int = 1) -> TensorProxy:
+def diagonal(input: TensorProxy, offset: int = 0, dim1: int = 0, dim2: int = 1) -> TensorProxy:
     """The diagonal as the strided slice of the two dims flattened together: step m + 1."""
-    d1, d2, length = _diagonal_shape(a, offset, dim1, dim2)
-    m = a.shape[d2]
-    rest = [d for d in range(a.ndim) if d not in (d1, d2)]
-    moved = permute(a, [*rest, d1, d2])
+    d1, d2, length = _diagonal_shape(input, offset, dim1, dim2)
+    m = input.shape[d2]
+    rest = [d for d in range(input.ndim) if d not in (d1, d2)]
+    moved = permute(input, [*rest, d1, d2])
     batch = moved.shape[:-2]
     flat = reshape(moved, (*batch, moved.shape[-2] * m))
     start = offset if offset >= 0 else -offset * m
@@ -299,19 +299,19 @@ def diagonal(a: TensorProxy, offset: int = 0, dim1: int = 0, dim2: int = 1) -> T
 
 
 @torchsymbol(torch.linalg.diagonal, tags=SHAPE)
-def linalg_diagonal(a: TensorProxy, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> TensorProxy:
-    return diagonal(a, offset, dim1, dim2)
+def linalg_diagonal(A: TensorProxy, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> TensorProxy:
+    return diagonal(A, offset, dim1, dim2)
 
 
 @torchsymbol(torch.Tensor.unfold, method="unfold", tags=SHAPE)
-def unfold(a: TensorProxy, dimension: int, size: int, step: int) -> TensorProxy:
+def unfold(input: TensorProxy, dimension: int, size: int, step: int) -> TensorProxy:
     """Windows of ``size`` every ``step`` along ``dimension``, as a new last dim: a gather of static indices."""
-    if a.ndim == 0:
+    if input.ndim == 0:
         if size > 1:
             raise RuntimeError(f"maximum size for tensor at dimension 0 is 1 but size is {size}")
-        return reshape(a, (size,))
-    d = canonical_dim(dimension, a.ndim)
-    length = a.shape[d]
+        return reshape(input, (size,))
+    d = canonical_dim(dimension, input.ndim)
+    length = input.shape[d]
     if size > length:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
     if step <= 0:
@@ -319,13 +319,13 @@ def unfold(a: TensorProxy, dimension: int, size: int, step: int) -> TensorProxy:
     if size < 0:
         raise RuntimeError(f"size is {size} but must be >= 0")
     count = (length - size) // step + 1
-    starts = prims.broadcast_in_dim(prims.iota(count, start=0, step=step, device=a.device, dtype=dtypes.int64),
+    starts = prims.broadcast_in_dim(prims.iota(count, start=0, step=step, device=input.device, dtype=dtypes.int64),
                                     (count, size), (0,))  # fmt: skip
-    offsets = prims.broadcast_in_dim(prims.iota(size, start=0, step=1, device=a.device, dtype=dtypes.int64),
+    offsets = prims.broadcast_in_dim(prims.iota(size, start=0, step=1, device=input.device, dtype=dtypes.int64),
                                      (count, size), (1,))  # fmt: skip
     index = prims.reshape(prims.add(starts, offsets), (count * size,))
-    windows = prims.take(a, index, d)
-    windows = prims.reshape(windows, a.shape[:d] + (count, size) + a.shape[d + 1 :])
+    windows = prims.take(input, index, d)
+    windows = prims.reshape(windows, input.shape[:d] + (count, size) + input.shape[d + 1 :])
     return movedim(windows, d + 1, -1)
 
 
@@ -381,13 +381,13 @@ for _torch_fn, _symbol in {
 
 
 @torchsymbol(torch.expand_copy, tags=SHAPE)
-def expand_copy(a: TensorProxy, size: Sequence[int], *, implicit: bool = False) -> TensorProxy:
-    return expand(a, tuple(size))
+def expand_copy(input: TensorProxy, size: Sequence[int], *, implicit: bool = False) -> TensorProxy:
+    return expand(input, tuple(size))
 
 
 @torchsymbol(torch.alias_copy, tags=SHAPE)
-def alias_copy(a: TensorProxy) -> TensorProxy:
-    return a
+def alias_copy(input: TensorProxy) -> TensorProxy:
+    return input
 
 
 @torchsymbol(torch.ops.aten.slice.Tensor, torch.ops.aten.slice, name="aten_slice", tags=SHAPE)
