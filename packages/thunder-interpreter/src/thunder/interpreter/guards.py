@@ -23,7 +23,8 @@ dict and its subclasses                 keys in order (by value, or by identity 
 ``functools.partial``                   type, then ``func``, ``args`` and ``keywords`` by kind
 bound method                            ``__func__`` by identity, ``__self__`` by kind
 function, class, Python module,         identity (a function read from a Python module, such as
-``nn.Module``, builtin function         ``torch.nn.functional.relu``, is taken as it is)
+``nn.Module``, builtin function, code   ``torch.nn.functional.relu``, is taken as it is); what is read
+object                                  from a code object (``co_varnames``) needs no check: it is immutable
 iterator, generator, numpy array        refused: an error names the value and where it was read
 other objects of a Python class         type (identity); every attribute the program reads is
 (dataclasses included)                  guarded by its own kind, an attribute found missing by its
@@ -75,6 +76,10 @@ IDENTITY_TYPES = (
     torch.nn.Module,
     enum.Enum,
 )
+
+
+# What is read from an immutable object checked by identity needs no check of its own, if immutable too.
+_IMMUTABLE_TYPES = frozenset({types.CodeType, tuple, str, bytes, int, float, bool, type(None), frozenset})
 
 
 class UnguardableValueError(TypeError):
@@ -133,6 +138,7 @@ class ValueGuards:
         self._python_modules: set[int] = set()  # ids of the sources of Python modules read
         self._objects: dict[int, tuple[Any, Source]] = {}  # guarded by type and attributes read
         self._tensor_sources: set[str] = set()  # where tensors were read from (``args[0]``)
+        self._frozen: set[int] = set()  # ids of sources of checked immutable values (code objects)
 
     def load(self, value: Any, source: Source, name: str | None = None) -> Any:
         """The value the traced program sees instead of ``value``, with its checks recorded."""
@@ -143,6 +149,9 @@ class ValueGuards:
             return value  # loaded before: already an input of the computation
         if self._tensor_sources and _is_read_from_tensor(source, self._tensor_sources):
             return value  # ``x.shape[0]``, ``x.dtype``: metadata the tensor's check covers
+        if self._frozen and id(getattr(source, "base", None)) in self._frozen and type(value) in _IMMUTABLE_TYPES:
+            self._frozen.add(id(source))  # ``fn.__code__.co_varnames[0]``: fixed once the code object is
+            return value
         if self.load_number is not None and type(value) in (int, float):
             return self.load_number(value, source, name)
         if isinstance(value, (enum.Enum,)) or _is_sentinel(value):
@@ -220,6 +229,10 @@ class ValueGuards:
         known = self._memo(value)
         if known is not None:
             return known
+        if not value and _is_hook_table(source):
+            self.builder.add_empty_guard(source)  # no hooks: one truth test, merged with its neighbours'
+            self._containers[id(value)] = (value, value)
+            return value
         self.builder.add_container_guard(value, source)
         item_source = _item_source(value)
         items = {key: self.load(item, item_source(source, key)) for key, item in dict.items(value)}
@@ -251,6 +264,17 @@ class ValueGuards:
         if _read_from_python_module(source, self._python_modules):
             return  # torch.nn.functional.relu: a Python module's functions are taken as they are
         self.builder.add_identity_guard(value, source)
+        if type(value) is types.CodeType:
+            self._frozen.add(id(source))
+
+
+def _is_hook_table(source: Source) -> bool:
+    """A module's hook table (``m._forward_hooks``): nn.Module always makes it a dict."""
+    return (
+        isinstance(source, (AttributeSource, ModuleEntrySource))
+        and source.name.startswith("_")
+        and source.name.endswith("hooks")
+    )
 
 
 def _item_source(container: Any) -> Callable[[Source, Any], Source]:
