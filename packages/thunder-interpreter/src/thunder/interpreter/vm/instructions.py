@@ -80,7 +80,7 @@ def _decode(code: CodeType) -> DecodedCode:
 
     ops: list[Op] = []
     offset_to_index: dict[int, int] = {}
-    lineno = code.co_firstlineno
+    lineno: int | None = code.co_firstlineno
     for instruction in dis.get_instructions(code):
         op = Op()
         op.opname = instruction.opname
@@ -123,7 +123,7 @@ def _index_cells_as_locals(code: CodeType, ops: list[Op]) -> None:
     3.11+) index them among the fast locals, which come first."""
     first_cell = len(code.co_varnames)
     for op in ops:
-        if op.opname in _CELL_OPCODES:
+        if op.opname in _CELL_OPCODES and op.arg is not None:
             op.arg += first_cell
 
 
