@@ -208,12 +208,15 @@ def check_model(spec: HFModel) -> thunder.ThunderModule:
         )
     assert execution_fallbacks(jitted) == []
 
-    misses = thunder.cache_misses(jitted)  # 2 where tracing set a config value (ViT's problem_type)
+    # ViT sets config.problem_type on its first call: the epilogue replays that write, and the next
+    # call (which reads the new value) traces once more; from then on the entry is reused
+    jitted(**spec.inputs(generator))
+    misses = thunder.cache_misses(jitted)
     new_inputs = spec.inputs(generator)  # same shapes, new values: the cached entry runs
     torch.testing.assert_close(
         jitted(**new_inputs).logits, eager_model(**new_inputs).logits, atol=ATOL, rtol=RTOL
     )
-    assert thunder.cache_misses(jitted) == misses and thunder.cache_hits(jitted) == 1
+    assert thunder.cache_misses(jitted) == misses and thunder.cache_hits(jitted) >= 1
     return jitted
 
 
