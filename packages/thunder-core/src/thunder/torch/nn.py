@@ -24,34 +24,34 @@ def no_inplace(name: str, inplace: bool) -> None:
 
 
 @torchsymbol(F.linear)
-def linear(a: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None) -> TensorProxy:
-    return prims.linear(a, weight, bias)
+def linear(input: TensorProxy, weight: TensorProxy, bias: TensorProxy | None = None) -> TensorProxy:
+    return prims.linear(input, weight, bias)
 
 
 @torchsymbol(torch.matmul, torch.Tensor.matmul, method="matmul")
-def matmul(a: TensorProxy, b: TensorProxy) -> TensorProxy:
-    return prims.matmul(a, b)
+def matmul(input: TensorProxy, other: TensorProxy) -> TensorProxy:
+    return prims.matmul(input, other)
 
 
 @torchsymbol(torch.mm, torch.Tensor.mm, method="mm")
-def mm(a: TensorProxy, b: TensorProxy) -> TensorProxy:
-    if a.ndim != 2 or b.ndim != 2:
-        raise RuntimeError(f"mm: expected 2-D tensors, got {a.ndim}-D and {b.ndim}-D")
-    return prims.matmul(a, b)
+def mm(input: TensorProxy, mat2: TensorProxy) -> TensorProxy:
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm: expected 2-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
+    return prims.matmul(input, mat2)
 
 
 @torchsymbol(torch.bmm, torch.Tensor.bmm, method="bmm")
-def bmm(a: TensorProxy, b: TensorProxy) -> TensorProxy:
-    if a.ndim != 3 or b.ndim != 3:
-        raise RuntimeError(f"bmm: expected 3-D tensors, got {a.ndim}-D and {b.ndim}-D")
-    return prims.matmul(a, b)
+def bmm(input: TensorProxy, mat2: TensorProxy) -> TensorProxy:
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"bmm: expected 3-D tensors, got {input.ndim}-D and {mat2.ndim}-D")
+    return prims.matmul(input, mat2)
 
 
 @torchsymbol(F.relu, torch.relu, torch.Tensor.relu, method="relu")
-def relu(a: TensorProxy, inplace: bool = False) -> TensorProxy:
+def relu(input: TensorProxy, inplace: bool = False) -> TensorProxy:
     no_inplace("relu", inplace)
-    zero = 0.0 if a.dtype.is_floating_point else 0
-    return prims.where(prims.gt(a, zero), a, zero)
+    zero = 0.0 if input.dtype.is_floating_point else 0
+    return prims.where(prims.gt(input, zero), input, zero)
 
 
 @register_vjp(relu)
@@ -60,13 +60,13 @@ def _relu_vjp(g: Any, a: TensorProxy, inplace: bool, *, out: TensorProxy) -> tup
 
 
 @torchsymbol(torch.sigmoid, torch.Tensor.sigmoid, F.sigmoid, method="sigmoid")
-def sigmoid(a: TensorProxy) -> TensorProxy:
-    return ew.apply_elementwise(prims.sigmoid, a, kind=ew.INT_TO_FLOAT)
+def sigmoid(input: TensorProxy) -> TensorProxy:
+    return ew.apply_elementwise(prims.sigmoid, input, kind=ew.INT_TO_FLOAT)
 
 
 @torchsymbol(F.gelu)
-def gelu(a: TensorProxy, approximate: str = "none") -> TensorProxy:
-    computation = to_dtype(a, dtypes.float32) if dtypes.is_low_precision(a.dtype) else a
+def gelu(input: TensorProxy, approximate: str = "none") -> TensorProxy:
+    computation = to_dtype(input, dtypes.float32) if dtypes.is_low_precision(input.dtype) else input
     if approximate == "none":
         inner = ew.erf(ew.mul(computation, 1 / math.sqrt(2)))
     elif approximate == "tanh":
@@ -75,7 +75,7 @@ def gelu(a: TensorProxy, approximate: str = "none") -> TensorProxy:
     else:
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
     result = ew.mul(ew.mul(computation, 0.5), ew.add(inner, 1.0))
-    return to_dtype(result, a.dtype)
+    return to_dtype(result, input.dtype)
 
 
 def _gelu_backward(g: TensorProxy, a: TensorProxy, approximate: str) -> TensorProxy:
@@ -142,8 +142,8 @@ def _shifted_by_max(a: TensorProxy, dim: int | None, dtype: Any) -> tuple[Tensor
 
 
 @torchsymbol(F.softmax, torch.softmax, torch.Tensor.softmax, method="softmax")
-def softmax(a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
-    shifted, d, result_dtype = _shifted_by_max(a, dim, dtype)
+def softmax(input: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
+    shifted, d, result_dtype = _shifted_by_max(input, dim, dtype)
     if shifted.numel() == 0:
         return to_dtype(shifted, result_dtype)
     exponentials = ew.exp(shifted)
@@ -171,9 +171,9 @@ register_vjp(softmax)(
 
 @torchsymbol(F.log_softmax, torch.log_softmax, torch.Tensor.log_softmax, method="log_softmax")
 def log_softmax(
-    a: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+    input: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
 ) -> TensorProxy:
-    shifted, d, result_dtype = _shifted_by_max(a, dim, dtype)
+    shifted, d, result_dtype = _shifted_by_max(input, dim, dtype)
     if shifted.numel() == 0:
         return to_dtype(shifted, result_dtype)
     log_normalizer = ew.log(reductions.sum(ew.exp(shifted), d, keepdim=True))
@@ -207,16 +207,16 @@ def legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
 
 
 @torchsymbol(F.nll_loss)
-def nll_loss(a: TensorProxy, target: TensorProxy, weight: TensorProxy | None = None, size_average: Any = None,
+def nll_loss(input: TensorProxy, target: TensorProxy, weight: TensorProxy | None = None, size_average: Any = None,
              ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
     """Class-index targets over dim 1 (dim 0 for an unbatched input)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     if target.dtype.is_floating_point:
         raise RuntimeError("nll_loss expects class indices (an integer target)")
-    class_dim = 0 if a.ndim == 1 else 1
+    class_dim = 0 if input.ndim == 1 else 1
     kept = ew.ne(target, ignore_index)
-    picked = shape.squeeze(prims.take_along_axis(a, _index_of(target, kept, class_dim), class_dim), class_dim)
-    per_class_weight = _class_weights(weight, target, kept, a)
+    picked = shape.squeeze(prims.take_along_axis(input, _index_of(target, kept, class_dim), class_dim), class_dim)
+    per_class_weight = _class_weights(weight, target, kept, input)
     losses = ew.where(kept, ew.neg(ew.mul(picked, per_class_weight)), 0.0)
     return reduce_loss(losses, reduction, reductions.sum(per_class_weight) if reduction == "mean" else None)
 
@@ -239,17 +239,17 @@ def _class_weights(
 
 
 @torchsymbol(F.cross_entropy)
-def cross_entropy(a: TensorProxy, target: TensorProxy, weight: TensorProxy | None = None, size_average: Any = None,
+def cross_entropy(input: TensorProxy, target: TensorProxy, weight: TensorProxy | None = None, size_average: Any = None,
                   ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> TensorProxy:  # fmt: skip
     reduction = legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if _plain_class_indices(a, target, weight, label_smoothing, reduction):
-        return cross_entropy_with_lse(a, target, ignore_index, reduction)[0]
-    class_dim = 0 if a.ndim == 1 else 1
-    log_probabilities = log_softmax(a, class_dim)
-    classes = a.shape[class_dim]
+    if _plain_class_indices(input, target, weight, label_smoothing, reduction):
+        return cross_entropy_with_lse(input, target, ignore_index, reduction)[0]
+    class_dim = 0 if input.ndim == 1 else 1
+    log_probabilities = log_softmax(input, class_dim)
+    classes = input.shape[class_dim]
     if target.dtype.is_floating_point:
         if label_smoothing:
             target = ew.add(ew.mul(target, 1.0 - label_smoothing), label_smoothing / classes)

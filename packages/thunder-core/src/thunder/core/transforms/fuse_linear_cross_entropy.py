@@ -157,7 +157,7 @@ def _match(bound_symbols: Sequence[BoundSymbol], position: int, readers: dict[st
     before = bound_symbols[:position]
     produced = _producers(before)
     chain = [cross_entropy]
-    value = arguments["a"]
+    value = arguments["input"]
     while True:
         identities = _identities(before, value)
         if readers.get(value.name, 0) != 1 + len(identities) or value.name not in produced:
@@ -179,7 +179,7 @@ def _linear_match(chain: tuple[BoundSymbol, ...], arguments: dict) -> _Match | N
     linear, cross_entropy = chain[-1], chain[0]
     x, weight, bias = (tuple(linear.args) + (None,) * 3)[:3]
     bias = linear.kwargs.get("bias", bias)
-    logits = arguments["a"]
+    logits = arguments["input"]
     if not (isinstance(x, TensorProxy) and isinstance(weight, TensorProxy) and x.ndim >= 2 and weight.ndim == 2):
         return None
     if x.numel() // x.shape[-1] != logits.shape[0] or not all(b.grad_enabled == cross_entropy.grad_enabled for b in chain):
@@ -205,7 +205,7 @@ def _bind(bound_symbol: BoundSymbol) -> dict | None:
 def _supported(arguments: dict) -> bool:
     from thunder.torch.fused_losses import FUSED_REDUCTIONS
 
-    logits, target = arguments["a"], arguments["target"]
+    logits, target = arguments["input"], arguments["target"]
     return (
         isinstance(logits, TensorProxy)
         and isinstance(target, TensorProxy)
