@@ -70,11 +70,15 @@ def _sync(device: str) -> None:
 
 def _step(call: Callable, ids: torch.Tensor, cache: Any, start: int) -> torch.Tensor:
     positions = torch.arange(start, start + ids.shape[1], device=ids.device)
-    logits = call(input_ids=ids, past_key_values=cache, position_ids=positions[None], cache_position=positions).logits
+    logits = call(
+        input_ids=ids, past_key_values=cache, position_ids=positions[None], cache_position=positions
+    ).logits
     return logits[:, -1].argmax(-1, keepdim=True)
 
 
-def generate(call: Callable, prompt: torch.Tensor, cache: Any, new_tokens: int, device: str) -> tuple[list, float, list]:
+def generate(
+    call: Callable, prompt: torch.Tensor, cache: Any, new_tokens: int, device: str
+) -> tuple[list, float, list]:
     """Greedy tokens, the prefill time and each decode step's time (ms)."""
     cache.reset()
     _sync(device)
@@ -129,7 +133,9 @@ def measure(
         row.error = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:120]}"
         return row, None
     row.decode_ms = statistics.median(steps)
-    cache_length = args.prompt + args.new_tokens // 2  # the average length read (a static cache reads all of it)
+    cache_length = (
+        args.prompt + args.new_tokens // 2
+    )  # the average length read (a static cache reads all of it)
     row.bandwidth_gbs = _bytes_read_per_token(model, cache_length) / (row.decode_ms * 1e-3) / 1e9
     if system.startswith("thunder"):
         import thunder
@@ -148,8 +154,10 @@ def _fmt(value: float | None, spec: str) -> str:
 def print_table(rows: list[Row], args: argparse.Namespace, device_name: str) -> None:
     print(f"\n{device_name}, torch {torch.__version__}, prompt {args.prompt}, new tokens {args.new_tokens}, batch 1, "
           f"{args.dtype}, StaticCache, greedy")  # fmt: skip
-    print("| model | system | first sequence (s) | prefill (ms) | decode (ms/token) | GB/s | vs torch.compile "
-          "| compiles | tokens = eager's |")
+    print(
+        "| model | system | first sequence (s) | prefill (ms) | decode (ms/token) | GB/s | vs torch.compile "
+        "| compiles | tokens = eager's |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     compiled = {row.model: row.decode_ms for row in rows if row.system == "torch.compile" and row.decode_ms}
     for row in rows:

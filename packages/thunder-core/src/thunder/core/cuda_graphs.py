@@ -45,7 +45,12 @@ class _Captured:
     """One captured graph: the buffers it reads and writes and how its outputs nest."""
 
     def __init__(
-        self, graph: torch.cuda.CUDAGraph, static_inputs: list[Any], outputs: list[Any], spec: Any, mutated: frozenset
+        self,
+        graph: torch.cuda.CUDAGraph,
+        static_inputs: list[Any],
+        outputs: list[Any],
+        spec: Any,
+        mutated: frozenset,
     ):
         self.graph, self.static_inputs, self.outputs, self.spec = graph, static_inputs, outputs, spec
         self.in_place = {i for i, s in enumerate(static_inputs) if isinstance(s, torch.Tensor)} & set(mutated)
@@ -63,7 +68,11 @@ class _Captured:
                 static.copy_(arg)
         self.graph.replay()
         results = [
-            args[self.returned_inputs[i]] if i in self.returned_inputs else o.clone() if isinstance(o, torch.Tensor) else o
+            args[self.returned_inputs[i]]
+            if i in self.returned_inputs
+            else o.clone()
+            if isinstance(o, torch.Tensor)
+            else o
             for i, o in enumerate(self.outputs)
         ]
         return tree_unflatten(results, self.spec)
@@ -101,7 +110,9 @@ class GraphedFunction:
         return captured.replay(args)
 
     def _capture(self, args: tuple) -> _Captured:
-        static_inputs = [a if _read_in_place(a) or i in self.mutated else _buffer_like(a) for i, a in enumerate(args)]
+        static_inputs = [
+            a if _read_in_place(a) or i in self.mutated else _buffer_like(a) for i, a in enumerate(args)
+        ]
         # warm up on a side stream: kernels compile and allocator pools settle outside the capture
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())

@@ -14,8 +14,8 @@ from typing import Any
 import torch
 
 from thunder.core import dtypes
-from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.prologue_fetches import hoist_repeated_fetches
+from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.sources import KeysSource, Source
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
@@ -111,7 +111,10 @@ def _print_check_container(bound_symbol: BoundSymbol) -> list[str]:
 
 
 CHECK_CONTAINER = Symbol(
-    name="check_container", id="prologue.check_container", meta=lambda *args: None, printer=_print_check_container
+    name="check_container",
+    id="prologue.check_container",
+    meta=lambda *args: None,
+    printer=_print_check_container,
 )
 
 
@@ -119,7 +122,9 @@ def _print_check_empty(bound_symbol: BoundSymbol) -> list[str]:
     return [f"if {' or '.join(bound_symbol.args)}: raise GuardFailure"]
 
 
-CHECK_EMPTY = Symbol(name="check_empty", id="prologue.check_empty", meta=lambda *args: None, printer=_print_check_empty)
+CHECK_EMPTY = Symbol(
+    name="check_empty", id="prologue.check_empty", meta=lambda *args: None, printer=_print_check_empty
+)
 
 
 def _print_check_identity(bound_symbol: BoundSymbol) -> list[str]:
@@ -263,7 +268,11 @@ class PrologueBuilder:
             return
         self._guarded.add(expression)
         container_type = type(value)
-        type_name = container_type.__name__ if container_type in (list, tuple, dict) else self._constant_name(container_type)
+        type_name = (
+            container_type.__name__
+            if container_type in (list, tuple, dict)
+            else self._constant_name(container_type)
+        )
         if not isinstance(value, dict):
             self._record(BoundSymbol(CHECK_CONTAINER, (expression, type_name, "len", len(value))))
         elif not value:
@@ -273,7 +282,9 @@ class PrologueBuilder:
         else:
             self._record(BoundSymbol(CHECK_CONTAINER, (expression, type_name, "type", None)))
             keys = tuple(value)
-            self._record(BoundSymbol(CHECK_KEYS, (f"tuple({expression})", self._constant_name(keys), _shown(keys))))
+            self._record(
+                BoundSymbol(CHECK_KEYS, (f"tuple({expression})", self._constant_name(keys), _shown(keys)))
+            )
 
     def add_number(self, value: int | float, source: Source, name: str | None = None) -> NumberProxy:
         """The computation input standing for a Python number (``cache="symbolic values"``).

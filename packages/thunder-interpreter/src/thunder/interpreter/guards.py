@@ -149,7 +149,11 @@ class ValueGuards:
             return value  # loaded before: already an input of the computation
         if self._tensor_sources and _is_read_from_tensor(source, self._tensor_sources):
             return value  # ``x.shape[0]``, ``x.dtype``: metadata the tensor's check covers
-        if self._frozen and id(getattr(source, "base", None)) in self._frozen and type(value) in _IMMUTABLE_TYPES:
+        if (
+            self._frozen
+            and id(getattr(source, "base", None)) in self._frozen
+            and type(value) in _IMMUTABLE_TYPES
+        ):
             self._frozen.add(id(source))  # ``fn.__code__.co_varnames[0]``: fixed once the code object is
             return value
         if self.load_number is not None and type(value) in (int, float):

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import torch
 
+from thunder.core.diagnostics.notes import add_note
+
 __all__ = ["add_hint", "user_location", "HINTS"]
 
 _FRAME_NOTE = re.compile(r"thunder: in \S+ at (?P<file>.+?):(?P<line>\d+)")
@@ -85,6 +87,6 @@ def add_hint(error: BaseException, fn_name: str) -> None:
     location = user_location(error)
     where = f" failed at {location} (your code)" if location else " failed"
     try:
-        error.add_note(f"thunder: compiling {fn_name}{where}. What to try: {hint}.")
+        add_note(error, f"thunder: compiling {fn_name}{where}. What to try: {hint}.")
     except Exception:  # an exception type that refuses notes still propagates unchanged
         pass

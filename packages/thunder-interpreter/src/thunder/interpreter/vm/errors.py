@@ -9,6 +9,8 @@ from __future__ import annotations
 import linecache
 from typing import Any
 
+from thunder.core.diagnostics.notes import add_note
+
 __all__ = [
     "InterpreterError",
     "location_of",
@@ -59,18 +61,6 @@ def annotate_exception(frame: Any, op: Any, exc: BaseException) -> None:
     line = linecache.getline(code.co_filename, lineno or 0).strip()
     note = f"  thunder: in {qualname_of(code, frame.function)} at {code.co_filename}:{lineno}: {line}"
     try:
-        _add_note(exc, note)
+        add_note(exc, note)
     except Exception:  # an exception type that refuses notes still propagates unchanged
         pass
-
-
-def _add_note(exc: BaseException, note: str) -> None:
-    if hasattr(exc, "add_note"):
-        exc.add_note(note)
-        return
-    # 3.10 has no add_note (PEP 678); its __notes__ list is what 3.11's traceback prints
-    notes = getattr(exc, "__notes__", None)
-    if notes is None:
-        notes = []
-        exc.__notes__ = notes
-    notes.append(note)
