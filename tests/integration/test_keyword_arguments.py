@@ -60,4 +60,6 @@ def test_keyword_arguments(name: str) -> None:
     actual_grads = torch.autograd.grad(actual, inputs, grad, allow_unused=True)
     expected_grads = torch.autograd.grad(expected, reference, grad, allow_unused=True)
     for a, e, t in zip(actual_grads, expected_grads, inputs):
-        torch.testing.assert_close(torch.zeros_like(t) if a is None else a, torch.zeros_like(t) if e is None else e)
+        torch.testing.assert_close(
+            torch.zeros_like(t) if a is None else a, torch.zeros_like(t) if e is None else e
+        )

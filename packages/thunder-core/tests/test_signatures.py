@@ -86,7 +86,9 @@ KNOWN: dict[str, str] = {
 
 
 def _is_method_descriptor(fn: Any) -> bool:
-    return isinstance(fn, (types.MethodDescriptorType, types.WrapperDescriptorType, types.GetSetDescriptorType))
+    return isinstance(
+        fn, (types.MethodDescriptorType, types.WrapperDescriptorType, types.GetSetDescriptorType)
+    )
 
 
 def _schema_overloads(fn: Any) -> list[Overload]:
@@ -245,7 +247,11 @@ def test_registered_tensor_methods_are_proxy_methods() -> None:
     missing = []
     for fn, symbol in ltorch.torch_callables().items():
         name = getattr(fn, "__name__", "")
-        if _is_method_descriptor(fn) and not name.startswith("_") and isinstance(fn, types.MethodDescriptorType):
+        if (
+            _is_method_descriptor(fn)
+            and not name.startswith("_")
+            and isinstance(fn, types.MethodDescriptorType)
+        ):
             try:
                 bound = tensor_method(name)
             except NotImplementedError:

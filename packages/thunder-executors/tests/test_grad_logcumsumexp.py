@@ -34,7 +34,9 @@ EDGE_CASES: dict[str, tuple[list, int]] = {
 
 def _prims_only_executor() -> tx.TorchExecutor:
     executor = tx.TorchExecutor("prims_only")  # forces the decomposition of logcumsumexp
-    executor.implementations = {k: v for k, v in tx.executor.implementations.items() if k.startswith("prims.")}
+    executor.implementations = {
+        k: v for k, v in tx.executor.implementations.items() if k.startswith("prims.")
+    }
     return executor
 
 
@@ -48,7 +50,9 @@ def _opinfo_samples(dtype: torch.dtype) -> Iterator[tuple[torch.Tensor, int]]:
         yield sample.input, *sample.args
 
 
-def _value_and_grad(fn: Callable, x: torch.Tensor, cotangent: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _value_and_grad(
+    fn: Callable, x: torch.Tensor, cotangent: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     x = x.detach().clone().requires_grad_()
     y = fn(x)
     (grad,) = torch.autograd.grad(y, x, cotangent.to(y.dtype))

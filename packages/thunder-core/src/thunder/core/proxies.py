@@ -22,7 +22,15 @@ import torch
 from thunder.core import devices, dtypes
 from thunder.core.trace import get_tracectx
 
-__all__ = ["Proxy", "TensorProxy", "NumberProxy", "pyval", "register_tensor_method", "tensor_method", "reads_data_error"]
+__all__ = [
+    "Proxy",
+    "TensorProxy",
+    "NumberProxy",
+    "pyval",
+    "register_tensor_method",
+    "tensor_method",
+    "reads_data_error",
+]
 
 
 class Proxy:

@@ -199,7 +199,9 @@ def glu(input: TensorProxy, dim: int = -1) -> TensorProxy:
 
 
 @torchsymbol(F.softmin)
-def softmin(input: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
+def softmin(
+    input: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+) -> TensorProxy:
     negated = ew.neg(to_dtype(input, dtypes.to_dtype(dtype)) if dtype is not None else input)
     return softmax(negated, dim, dtype=dtype)
 

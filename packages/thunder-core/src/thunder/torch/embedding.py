@@ -60,7 +60,9 @@ def _embedding_backward(g: TensorProxy, a: TensorProxy, num_weights: int, paddin
         rows = ew.where(prims.reshape(ew.ne(index, padding_idx), (index.numel(), 1)), rows, 0.0)
     if scale_grad_by_freq:
         ones = prims.full((index.numel(),), 1, device=g.device, dtype=g.dtype)
-        counts = prims.index_add(prims.full((num_weights,), 0, device=g.device, dtype=g.dtype), 0, index, ones)
+        counts = prims.index_add(
+            prims.full((num_weights,), 0, device=g.device, dtype=g.dtype), 0, index, ones
+        )
         rows = ew.true_divide(rows, prims.reshape(prims.take(counts, index, 0), (index.numel(), 1)))
     zeros = prims.full((num_weights, g.shape[-1]), 0, device=g.device, dtype=g.dtype)
     return prims.index_add(zeros, 0, index, rows)
@@ -170,5 +172,7 @@ def one_hot(input: TensorProxy, num_classes: int = -1) -> TensorProxy:
     if input.dtype is not dtypes.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     classes = prims.iota(num_classes, start=0, step=1, device=input.device, dtype=dtypes.int64)
-    matches = ew.eq(prims.reshape(input, (*input.shape, 1)), prims.reshape(classes, (1,) * input.ndim + (num_classes,)))
+    matches = ew.eq(
+        prims.reshape(input, (*input.shape, 1)), prims.reshape(classes, (1,) * input.ndim + (num_classes,))
+    )
     return to_dtype(matches, dtypes.int64)

@@ -497,7 +497,9 @@ def linalg_cross(input: TensorProxy, other: TensorProxy, *, dim: int = -1) -> Te
 @torchsymbol(torch.cross, torch.Tensor.cross, method="cross")
 def cross(input: TensorProxy, other: TensorProxy, dim: int | None = None) -> TensorProxy:
     if dim is None:  # eager's deprecated default: the first dim of size 3
-        dim = next((i for i, size in enumerate(broadcast_shapes(input.shape, other.shape)) if size == 3), None)
+        dim = next(
+            (i for i, size in enumerate(broadcast_shapes(input.shape, other.shape)) if size == 3), None
+        )
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
     return _cross(input, other, dim)
@@ -507,7 +509,9 @@ def cross(input: TensorProxy, other: TensorProxy, dim: int | None = None) -> Ten
 def vander(x: TensorProxy, *, N: int | None = None) -> TensorProxy:  # noqa: N803 -- torch's name
     """Columns of increasing powers, ``x ** 0`` to ``x ** (N - 1)``, built by cumprod as eager does."""
     if x.dtype is dtypes.bool8:
-        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+        raise RuntimeError(
+            "linalg.vander supports floating point, complex, and integer tensors, but got Bool"
+        )
     x = prims.reshape(x, (1,)) if x.ndim == 0 else x
     n = x.shape[-1] if N is None else N
     if n <= 1:

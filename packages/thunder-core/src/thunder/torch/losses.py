@@ -226,7 +226,9 @@ def cosine_embedding_loss(input1: TensorProxy, input2: TensorProxy, target: Tens
             f"cosine_embedding_loss: 1D target tensor expected with 2D inputs (or 0D with 1D), got {input1.ndim}D, {input2.ndim}D and {target.ndim}D"
         )
     if input1.shape != input2.shape:
-        raise RuntimeError(f"cosine_embedding_loss: input1 and input2 sizes differ: {input1.shape} and {input2.shape}")
+        raise RuntimeError(
+            f"cosine_embedding_loss: input1 and input2 sizes differ: {input1.shape} and {input2.shape}"
+        )
     dtype = result_dtype(input1, input2, target)
     if not (dtype.is_floating_point or dtype.is_complex):
         dtype = dtypes.float32  # eager's cosine of integers is float
@@ -270,7 +272,9 @@ def multilabel_soft_margin_loss(input: TensorProxy, target: TensorProxy, weight:
                                 size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> TensorProxy:  # fmt: skip
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    losses = ew.neg(ew.add(ew.mul(target, logsigmoid(input)), ew.mul(ew.sub(1, target), logsigmoid(ew.neg(input)))))
+    losses = ew.neg(
+        ew.add(ew.mul(target, logsigmoid(input)), ew.mul(ew.sub(1, target), logsigmoid(ew.neg(input))))
+    )
     if weight is not None:
         losses = ew.mul(losses, weight)
     class_dim = input.ndim - 1

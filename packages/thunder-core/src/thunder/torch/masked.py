@@ -230,7 +230,9 @@ def masked_logaddexp(input: TensorProxy, other: TensorProxy, *, dtype: Any = Non
     from thunder.torch.pointwise import logaddexp
 
     dtype = dtypes.to_dtype(dtype if dtype is not None else input.dtype)
-    return to_dtype(logaddexp(_combined("max", input, input_mask), _combined("max", other, other_mask)), dtype)
+    return to_dtype(
+        logaddexp(_combined("max", input, input_mask), _combined("max", other, other_mask)), dtype
+    )
 
 
 masked_var = _masked("var", _std_var(take_sqrt=False))

@@ -42,7 +42,9 @@ def trace(input: TensorProxy) -> TensorProxy:
 
 
 @torchsymbol(torch.diff, torch.Tensor.diff, method="diff")
-def diff(input: TensorProxy, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> TensorProxy:
+def diff(
+    input: TensorProxy, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None
+) -> TensorProxy:
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:

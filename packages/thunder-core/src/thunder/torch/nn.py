@@ -142,7 +142,9 @@ def _shifted_by_max(a: TensorProxy, dim: int | None, dtype: Any) -> tuple[Tensor
 
 
 @torchsymbol(F.softmax, torch.softmax, torch.Tensor.softmax, method="softmax")
-def softmax(input: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> TensorProxy:
+def softmax(
+    input: TensorProxy, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+) -> TensorProxy:
     shifted, d, result_dtype = _shifted_by_max(input, dim, dtype)
     if shifted.numel() == 0:
         return to_dtype(shifted, result_dtype)
@@ -215,7 +217,9 @@ def nll_loss(input: TensorProxy, target: TensorProxy, weight: TensorProxy | None
         raise RuntimeError("nll_loss expects class indices (an integer target)")
     class_dim = 0 if input.ndim == 1 else 1
     kept = ew.ne(target, ignore_index)
-    picked = shape.squeeze(prims.take_along_axis(input, _index_of(target, kept, class_dim), class_dim), class_dim)
+    picked = shape.squeeze(
+        prims.take_along_axis(input, _index_of(target, kept, class_dim), class_dim), class_dim
+    )
     per_class_weight = _class_weights(weight, target, kept, input)
     losses = ew.where(kept, ew.neg(ew.mul(picked, per_class_weight)), 0.0)
     return reduce_loss(losses, reduction, reductions.sum(per_class_weight) if reduction == "mean" else None)

@@ -228,7 +228,8 @@ def heaviside(input: TensorProxy, values: TensorProxy) -> TensorProxy:
 @torchsymbol(torch.float_power, torch.Tensor.float_power, method="float_power", tags=ELEMENTWISE)
 def float_power(input: Any, exponent: Any) -> Any:
     complex_ = any(
-        (isinstance(x, TensorProxy) and x.dtype.is_complex) or isinstance(x, complex) for x in (input, exponent)
+        (isinstance(x, TensorProxy) and x.dtype.is_complex) or isinstance(x, complex)
+        for x in (input, exponent)
     )
     dtype = dtypes.complex128 if complex_ else dtypes.float64
     input, exponent = broadcast(to_dtype(input, dtype), to_dtype(exponent, dtype))

@@ -255,19 +255,25 @@ def _max_pool(name: str, spatial: int, a: TensorProxy, kernel_size: Any, stride:
 @torchsymbol(F.max_pool1d, torch.max_pool1d)
 def max_pool1d(input: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:  # fmt: skip
-    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _max_pool(
+        "max_pool1d", 1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
 
 
 @torchsymbol(F.max_pool2d, torch.max_pool2d)
 def max_pool2d(input: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:  # fmt: skip
-    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _max_pool(
+        "max_pool2d", 2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
 
 
 @torchsymbol(F.max_pool3d, torch.max_pool3d)
 def max_pool3d(input: TensorProxy, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:  # fmt: skip
-    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _max_pool(
+        "max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
 
 
 def _avg_pool(name: str, spatial: int, a: TensorProxy, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,

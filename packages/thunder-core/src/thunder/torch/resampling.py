@@ -197,7 +197,9 @@ def im2col(
 ) -> TensorProxy:
     """Sliding blocks as columns: (N, C * prod(kernel), L), channels outermost, then kernel offsets."""
     if input.ndim not in (3, 4):
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+        raise NotImplementedError(
+            f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)"
+        )
     batched = input if input.ndim == 4 else prims.reshape(input, (1, *input.shape))
     kernel, dilations = per_dim(kernel_size, 2, "kernel_size"), per_dim(dilation, 2, "dilation")
     paddings, strides = per_dim(padding, 2, "padding"), per_dim(stride, 2, "stride")

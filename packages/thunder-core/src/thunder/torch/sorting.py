@@ -56,7 +56,9 @@ def sort(
 
 
 @torchsymbol(torch.argsort, torch.Tensor.argsort, method="argsort", tags=REDUCTION)
-def argsort(input: TensorProxy, dim: int = -1, descending: bool = False, *, stable: bool = False) -> TensorProxy:
+def argsort(
+    input: TensorProxy, dim: int = -1, descending: bool = False, *, stable: bool = False
+) -> TensorProxy:
     return _sort(input, dim, descending, stable)[1]
 
 
@@ -96,7 +98,9 @@ def _order_statistic(
 
 
 @torchsymbol(torch.kthvalue, torch.Tensor.kthvalue, method="kthvalue", tags=REDUCTION)
-def kthvalue(input: TensorProxy, k: int, dim: int = -1, keepdim: bool = False) -> tuple[TensorProxy, TensorProxy]:
+def kthvalue(
+    input: TensorProxy, k: int, dim: int = -1, keepdim: bool = False
+) -> tuple[TensorProxy, TensorProxy]:
     if input.ndim == 0:
         if k != 1:
             raise IndexError("kthvalue(): selected number k out of range")

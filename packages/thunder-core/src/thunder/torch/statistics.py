@@ -293,7 +293,9 @@ def mode(input: TensorProxy, dim: int = -1, keepdim: bool = False) -> tuple[Tens
     mine = prims.broadcast_in_dim(values, wide, (*range(d + 1), *range(d + 2, len(wide))))
     others = prims.broadcast_in_dim(values, wide, (*range(d), *range(d + 1, len(wide))))
     counts = reductions.sum(to_dtype(ew.eq(mine, others), dtypes.int64), d + 1)
-    best = prims.reshape(prims.argmax(counts, d), (*input.shape[:d], 1, *input.shape[d + 1 :]))  # first: the smallest
+    best = prims.reshape(
+        prims.argmax(counts, d), (*input.shape[:d], 1, *input.shape[d + 1 :])
+    )  # first: the smallest
     value, index = prims.take_along_axis(values, best, d), prims.take_along_axis(indices, best, d)
     if not keepdim:
         shape = input.shape[:d] + input.shape[d + 1 :]
@@ -321,7 +323,9 @@ def logcumsumexp(input: TensorProxy, dim: int) -> TensorProxy:
     n, step = input.shape[d], 1
     while step < n:
         earlier = prims.pad(
-            narrow(result, d, 0, n - step), -math.inf, [(step, 0, 0) if i == d else (0, 0, 0) for i in range(input.ndim)]
+            narrow(result, d, 0, n - step),
+            -math.inf,
+            [(step, 0, 0) if i == d else (0, 0, 0) for i in range(input.ndim)],
         )
         result = logaddexp(result, earlier)
         step *= 2
