@@ -65,13 +65,15 @@ def mismatch(actual: Any, expected: Any, where: str = "result") -> str | None:
     return None if same else f"{where}: thunder gave {actual!r}, eager {expected!r}"
 
 
-def compare(actual: Outcome, expected: Outcome) -> str | None:
-    """None when thunder answered as eager did (or refused clearly), else the difference."""
+def compare(actual: Outcome, expected: Outcome, any_error: bool = False) -> str | None:
+    """None when thunder answered as eager did (or refused clearly), else the difference. With
+    ``any_error``, any exception answers eager's: a program with two faults may meet the other first
+    (thunder checks some arguments when the trace runs, after tracing met the second fault)."""
     if expected.error is not None:
         guard_counts["eager errors"] += 1
         if actual.error is None:
             return f"eager raised {type(expected.error).__name__}: {expected.error}; thunder returned {actual.value!r}"
-        if not isinstance(actual.error, type(expected.error)):
+        if not any_error and not isinstance(actual.error, type(expected.error)):
             return (
                 f"eager raised {type(expected.error).__name__}: {expected.error}; "
                 f"thunder raised {type(actual.error).__name__}: {actual.error}"
@@ -115,23 +117,32 @@ def _short(value: Any) -> str:
     return text if len(text) < 200 else text[:200] + "..."
 
 
-def _deliver(case: GuardCase, fn: Any, namespace: dict, holder: Holder, obj: Any) -> tuple[tuple, dict]:
-    """Put ``obj`` where ``case``'s route reads it; the arguments of the call after ``x``."""
-    route = case.route.name
-    if route in ("positional", "star_args"):
-        return (obj,), {}
-    if route in ("keyword", "star_kwargs"):
-        return (), {"p": obj}
-    if route == "global":
-        namespace["P"] = obj
-    elif route == "closure":
-        fn.__closure__[fn.__code__.co_freevars.index("p")].cell_contents = obj
-    elif route == "object_attribute":
-        holder.p = obj
-        return (holder,), {}
-    elif route == "module_attribute":
-        fn.p = obj
-    return (), {}
+def _code_owner(fn: Any) -> Any:
+    """The function whose closure cells the case's source created (a module's forward)."""
+    return type(fn).forward if isinstance(fn, torch.nn.Module) else fn
+
+
+def _deliver(case: GuardCase, fn: Any, namespace: dict, holder: Holder, objects: list) -> tuple[list, dict]:
+    """Put each part's object where its route reads it; the arguments of the call after the tensors."""
+    positional, star_args, kwargs = [], [], {}
+    for part, obj in zip(case.parts, objects):
+        if part.route == "positional":
+            positional.append(obj)
+        elif part.route == "star_args":
+            star_args.append(obj)
+        elif part.route in ("keyword", "star_kwargs"):
+            kwargs[part.name] = obj
+        elif part.route == "global":
+            namespace[part.name.upper()] = obj
+        elif part.route == "closure":
+            owner = _code_owner(fn)
+            owner.__closure__[owner.__code__.co_freevars.index(part.name)].cell_contents = obj
+        elif part.route == "object_attribute":
+            setattr(holder, part.name, obj)
+        elif part.route == "module_attribute":
+            setattr(fn, part.name, obj)
+    with_holder = [holder] if any(part.route == "object_attribute" for part in case.parts) else []
+    return positional + with_holder + star_args, kwargs
 
 
 def check_case(case: GuardCase) -> None:
@@ -139,19 +150,21 @@ def check_case(case: GuardCase) -> None:
     guard_counts["cases"] += 1
     fn, namespace = build(case)
     jitted = thunder.jit(fn, cache=case.cache)
-    holder, shared = Holder(), None
-    for index, value in enumerate(case.values):
-        if case.wrap.mutate is not None and shared is not None:
-            case.wrap.mutate(shared, value)
-            obj = shared
-        else:
-            obj = shared = case.wrap.make(value)
-        args, kwargs = _deliver(case, fn, namespace, holder, obj)
-        x = eval(case.use.tensor, namespace)
-        expected = outcome(fn, (x.clone(), *args), kwargs)
-        actual = outcome(jitted, (x.clone(), *args), kwargs)
+    holder, shared = Holder(), [None] * len(case.parts)
+    for index in range(len(case.parts[0].values)):
+        objects = []
+        for position, part in enumerate(case.parts):
+            value = part.values[index]
+            if part.wrap.mutate is not None and shared[position] is not None:
+                part.wrap.mutate(shared[position], value)
+            else:
+                shared[position] = part.wrap.make(value)
+            objects.append(shared[position])
+        args, kwargs = _deliver(case, fn, namespace, holder, objects)
+        tensors = [eval(part.use.tensor, namespace) for part in case.parts]
+        expected = outcome(fn, [t.clone() for t in tensors] + args, kwargs)
+        actual = outcome(jitted, [t.clone() for t in tensors] + args, kwargs)
         guard_counts["calls"] += 1
-        problem = compare(actual, expected)
-        assert problem is None, (
-            f"call {index} with {type(value).__name__} {value!r}: {problem}\n{case.describe()}"
-        )
+        problem = compare(actual, expected, any_error=len(case.parts) > 1)
+        values = ", ".join(f"{type(p.values[index]).__name__} {p.values[index]!r}" for p in case.parts)
+        assert problem is None, f"call {index} with {values}: {problem}\n{case.describe()}"

@@ -126,8 +126,8 @@ INDICES = {
     "tuple": ((slice(0, 2), 1), (slice(1, 4), 2), (Ellipsis, 0), (None, 1), (0, slice(None, None, 2), -1),
               (1, 2), (slice(None), None, 3), (Ellipsis, slice(1, 3)), (0, Ellipsis, None)),
     "list": ([0, 2], [1, 1, 3], [-1]),
+    "bool": (True, False),
 }  # fmt: skip
-# x[True] / x[False] are left out: thunder raises ValueError (test_guard_regressions.py, strict xfail)
 ANYTHING = {
     **NUMBERS,
     "none": (None,),
@@ -151,7 +151,7 @@ CALLABLES = {
     "partial": (functools.partial(affine, k=2), functools.partial(affine, k=3), functools.partial(affine, k=2, c=1),
                 functools.partial(affine, 2.5), functools.partial(shift, 1), functools.partial(shift, c=-2.0),
                 functools.partial(torch.clamp, min=0.0), functools.partial(torch.clamp, max=0.0),
-                functools.partial(functools.partial(affine, k=2), c=5)),
+                functools.partial(functools.partial(affine, k=2), c=5), functools.partial(torch.add, other=1)),
     "function": (affine, shift, torch.relu, torch.tanh, torch.Tensor.abs),
 }  # fmt: skip
 
@@ -208,7 +208,7 @@ USES: tuple[Use, ...] = (
          int=(0, 1, 2, 3), bool=(True, False), float=(2.0,), enum=(Level.LOW, Level.HIGH)),
     _use("iterate", SMALL, "y = x\nfor i in v:\n    y = y * 2 + i\nreturn y",
          range=(range(3), range(1, 4), range(0, 6, 2), range(4, 0, -1), range(0)),
-         tuple=((1, 2), (2, 1), (0.5,)), list=([3], [1, 2, 3]), size=(S([2, 2]),)),  # str: see test_guard_regressions
+         tuple=((1, 2), (2, 1), (0.5,)), list=([3], [1, 2, 3]), size=(S([2, 2]),), str=("ab",)),
     _use("length", SMALL, "return x * len(v)",
          tuple=((), (1,), (1, 2)), list=([0], [0, 0, 0]), str=("ab", "abc"), dict=({}, {"a": 1}),
          range=(range(2), range(5)), size=(S([3, 4]),)),
@@ -287,6 +287,11 @@ WRAPS: tuple[Wrap, ...] = (
     Wrap("partial", "{p}()", lambda v: functools.partial(pick, v)),
     Wrap("partial_kw", "{p}()", lambda v: functools.partial(pick, v=v)),
     Wrap("namespace", "{p}.v", lambda v: types.SimpleNamespace(v=v)),
+    # another container type from one value to the next (chosen by the value, so cases replay)
+    Wrap(
+        "record_of_any_class", "{p}.v", lambda v: (Box, Frozen, types.SimpleNamespace)[len(repr(v)) % 3](v=v)
+    ),
+    Wrap("tuple_or_list", "{p}[0]", lambda v: (v, 0) if len(repr(v)) % 2 else [v, 0]),
     # one container, mutated between calls
     Wrap("list_mutated", "{p}[0]", lambda v: [v], _set_item(0)),
     Wrap("dict_mutated", "{p}['v']", lambda v: {"v": v}, _set_item("v")),
@@ -295,76 +300,117 @@ WRAPS: tuple[Wrap, ...] = (
 
 
 # ---------------------------------------------------------------------------------------------
-# Routes: how the function reaches the object
+# Routes: how the function reaches the object, and the cases
+
+
+ROUTES: tuple[str, ...] = (
+    "positional", "keyword", "star_args", "star_kwargs", "global", "closure", "object_attribute", "module_attribute",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
-class Route:
-    name: str
-    signature: str  # the parameters after ``x``
-    reach: str  # the expression the wrap's access starts from
+class Part:
+    """One value of a case: its use, wrap and route, the values of the calls, and its name (``p``, ``q``)."""
 
+    use: Use
+    wrap: Wrap
+    route: str
+    values: list[Any]
+    name: str = "p"
 
-ROUTES: tuple[Route, ...] = (
-    Route("positional", ", p", "p"),
-    Route("keyword", ", p", "p"),
-    Route("star_args", ", *args", "args[0]"),
-    Route("star_kwargs", ", **kwargs", "kwargs['p']"),
-    Route("global", "", "P"),
-    Route("closure", "", "p"),
-    Route("object_attribute", ", o", "o.p"),
-    Route("module_attribute", "", "self.p"),
-)
-
-
-# ---------------------------------------------------------------------------------------------
-# A case and its source
+    def reach(self, star_index: int) -> str:
+        """The expression the wrap's access starts from."""
+        n = self.name
+        return {
+            "positional": n, "keyword": n, "star_args": f"args[{star_index}]", "star_kwargs": f"kwargs[{n!r}]",
+            "global": n.upper(), "closure": n, "object_attribute": f"o.{n}", "module_attribute": f"self.{n}",
+        }[self.route]  # fmt: skip
 
 
 @dataclass
 class GuardCase:
-    use: Use
-    wrap: Wrap
-    route: Route
-    values: list[Any]
+    """A function reading one or two values; each call changes them (``parts[i].values[call]``)."""
+
+    parts: list[Part]
     cache: str
 
     @property
+    def tensors(self) -> list[str]:
+        return ["x"] if len(self.parts) == 1 else [f"x{i}" for i in range(len(self.parts))]
+
+    @property
+    def is_module(self) -> bool:
+        return any(part.route == "module_attribute" for part in self.parts)
+
+    @property
     def source(self) -> str:
-        return render(self.use, self.wrap, self.route)
+        return render(self)
 
     def describe(self) -> str:
-        values = ", ".join(f"{type(v).__name__} {v!r}" for v in self.values)
-        return (
-            f"use={self.use.name} wrap={self.wrap.name} route={self.route.name} cache={self.cache!r}\n"
-            f"values: {values}\n{self.source}"
-        )
+        lines = []
+        for part in self.parts:
+            values = ", ".join(f"{type(v).__name__} {v!r}" for v in part.values)
+            lines.append(
+                f"{part.name}: use={part.use.name} wrap={part.wrap.name} route={part.route}; values: {values}"
+            )
+        return "\n".join(lines) + f"\ncache={self.cache!r}\n{self.source}"
 
 
 def _indent(text: str, spaces: int) -> str:
     return "\n".join(" " * spaces + line for line in text.splitlines())
 
 
-def render(use: Use, wrap: Wrap, route: Route) -> str:
-    """The source of ``make()``, returning the function (or module) the case jits."""
-    bind = f"v = {wrap.access.format(p=route.reach)}"
-    body = _indent(f"{bind}\n{use.body}", 8)
-    if route.name == "module_attribute":
-        return (
-            "class Model(torch.nn.Module):\n    def forward(self, x):\n"
-            f"{body}\n\n\ndef make():\n    model = Model()\n    model.p = None\n    return model\n"
+def signature(case: GuardCase) -> str:
+    """``x`` (or ``x0, x1``), positional parameters, ``o``, ``*args``, keyword-only parameters, ``**kwargs``."""
+    routes = [part.route for part in case.parts]
+    params = list(case.tensors) + [part.name for part in case.parts if part.route == "positional"]
+    params += ["o"] if "object_attribute" in routes else []
+    keywords = [part.name for part in case.parts if part.route == "keyword"]
+    params += ["*args"] if "star_args" in routes else ["*"] if keywords else []
+    params += keywords + (["**kwargs"] if "star_kwargs" in routes else [])
+    return ", ".join(params)
+
+
+def _accesses(case: GuardCase) -> list[str]:
+    accesses, star_index = [], 0
+    for part in case.parts:
+        accesses.append(part.wrap.access.format(p=part.reach(star_index)))
+        star_index += part.route == "star_args"
+    return accesses
+
+
+def render(case: GuardCase) -> str:
+    """The source of ``make()``, returning the function (or module) the case jits. One value: its use's
+    body inline; two: each use a helper function, called with its tensor and value."""
+    accesses = _accesses(case)
+    if len(case.parts) == 1:
+        body, helpers = f"v = {accesses[0]}\n{case.parts[0].use.body}", ""
+    else:
+        calls = ", ".join(
+            f"use_{part.name}({x}, {a})" for part, x, a in zip(case.parts, case.tensors, accesses)
         )
-    cell = "    p = None\n" if route.name == "closure" else ""
-    return f"def make():\n{cell}    def f(x{route.signature}):\n{body}\n    return f\n"
+        body = f"return {calls}"
+        helpers = "".join(
+            f"def use_{part.name}(x, v):\n{_indent(part.use.body, 4)}\n\n\n" for part in case.parts
+        )
+    cells = "".join(f"    {part.name} = None\n" for part in case.parts if part.route == "closure")
+    if case.is_module:
+        attributes = "".join(
+            f"    model.{p.name} = None\n" for p in case.parts if p.route == "module_attribute"
+        )
+        return (
+            f"{helpers}def make():\n{cells}    class Model(torch.nn.Module):\n"
+            f"        def forward(self, {signature(case)}):\n{_indent(body, 12)}\n\n"
+            f"    model = Model()\n{attributes}    return model\n"
+        )
+    return f"{helpers}def make():\n{cells}    def f({signature(case)}):\n{_indent(body, 8)}\n    return f\n"
 
 
 def build(case: GuardCase) -> tuple[Callable, dict[str, Any]]:
     """The function (or module) of ``case`` and the namespace its source runs in (its globals)."""
     namespace = dict(NAMESPACE)
-    exec(
-        compile(case.source, f"<guard case {case.use.name}/{case.wrap.name}/{case.route.name}>", "exec"),
-        namespace,
-    )
+    name = "+".join(f"{p.use.name}/{p.wrap.name}/{p.route}" for p in case.parts)
+    exec(compile(case.source, f"<guard case {name}>", "exec"), namespace)
     return namespace["make"](), namespace
 
 
@@ -373,26 +419,30 @@ def build(case: GuardCase) -> tuple[Callable, dict[str, Any]]:
 
 
 @st.composite
-def value_sequences(draw: st.DrawFn, use: Use, min_size: int = 2, max_size: int = 5) -> list[Any]:
-    """Values for ``use``: mostly the same kind as the previous one with another value, else another
-    kind; sometimes the first value again at the end (a cache entry must still answer it)."""
+def value_sequences(draw: st.DrawFn, use: Use, size: int) -> list[Any]:
+    """``size`` values for ``use``: mostly the same kind as the previous one with another value, else
+    another kind."""
     kinds = sorted(use.values)
     kind = draw(st.sampled_from(kinds))
     values = [draw(st.sampled_from(use.values[kind]))]
-    for _ in range(draw(st.integers(min_size - 1, max_size - 1))):
+    for _ in range(size - 1):
         if len(kinds) > 1 and draw(st.integers(0, 2)) == 0:
             kind = draw(st.sampled_from(kinds))
         values.append(draw(st.sampled_from(use.values[kind])))
-    if draw(st.booleans()):
-        values.append(values[0])
     return values
 
 
 @st.composite
 def guard_cases(draw: st.DrawFn, cache: str | None = None) -> GuardCase:
-    use = draw(st.sampled_from(USES))
-    wrap = draw(st.sampled_from(WRAPS))
-    route = draw(st.sampled_from(ROUTES))
-    values = draw(value_sequences(use))
+    """One value (two times in three) or two, over 2 to 5 calls; sometimes the first call again at the
+    end (its cache entry must still answer it)."""
+    calls = draw(st.integers(2, 5))
+    repeat_first = draw(st.booleans())
+    parts = []
+    for name in ("p", "q")[: draw(st.sampled_from((1, 1, 2)))]:
+        use = draw(st.sampled_from(USES))
+        values = draw(value_sequences(use, calls))
+        values += values[:1] if repeat_first else []
+        parts.append(Part(use, draw(st.sampled_from(WRAPS)), draw(st.sampled_from(ROUTES)), values, name))
     cache_ = cache or draw(st.sampled_from(("constant values", "symbolic values")))
-    return GuardCase(use, wrap, route, values, cache_)
+    return GuardCase(parts, cache_)

@@ -387,6 +387,18 @@ def test_partial_function() -> None:
     _check(lambda x, p: p(x), torch.arange(3.0), partials)
 
 
+def _pick(v: Any) -> Any:
+    return v
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 21, guard finding G4: partial(f, v=())'s entry answers partial(f, v=True)"
+)
+def test_partial_keyword_bound_to_an_empty_tuple() -> None:
+    values = [functools.partial(_pick, v=()), functools.partial(_pick, v=True), functools.partial(_pick, v=1)]
+    _check(lambda x, p: x * 2 if p() else x / 2, torch.ones(2), values)
+
+
 def test_function_argument() -> None:
     _check(lambda x, f: f(x), torch.linspace(-1, 1, 5), [torch.relu, torch.tanh, _shift, torch.Tensor.abs])
 
@@ -511,29 +523,33 @@ def test_keyword_and_variadic_arguments(cache: str) -> None:
     check_calls(fn, calls, cache=cache)
 
 
-# ---------------------------------------------------------------------------------------------
-# Not guards: bugs the guard fuzzer met (left out of its value pools while they stand)
-
-
 @pytest.mark.xfail(
     strict=True,
-    reason="x[True] raises ValueError 'prims.index needs at least one index tensor' (eager: a new dim)",
+    reason="issue 21, guard finding G5: an object passed twice is guarded only where first seen (args[1]); "
+    "the argument actually read (args[2]) is not checked",
 )
+def test_one_object_passed_twice() -> None:
+    import thunder
+
+    # no cloning here: the two arguments must be one object
+    x, shape = torch.arange(24.0), [6, 4]
+    jitted = thunder.jit(lambda x, q, p: x.reshape(p))
+    assert jitted(x, shape, shape).shape == (6, 4)
+    assert jitted(x, shape, 24).shape == (24,)
+    assert jitted(x, shape, (3, 8)).shape == (3, 8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Not guards: bugs the guard fuzzer met (fixed)
+
+
 def test_index_with_a_bool() -> None:
     _check(lambda x, i: x[i], torch.arange(6.0).reshape(2, 3), [True, False])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a str in tensor arithmetic raises ValueError (\"'a' is neither a tensor nor a number\"); eager TypeError",
-)
 def test_str_in_tensor_arithmetic_raises_type_error() -> None:
     _check(lambda x, s: x + s, torch.zeros(2), ["a"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="functools.partial(torch.add, other=1)(x) raises TypeError: add() got an unexpected keyword 'other'",
-)
 def test_partial_of_a_torch_function_with_keywords() -> None:
     _check(lambda x, p: p(x), torch.zeros(2), [functools.partial(torch.add, other=1)])
