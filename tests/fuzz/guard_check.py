@@ -17,10 +17,19 @@ from guard_programs import GuardCase, Holder, build
 
 import thunder
 
-__all__ = ["check_case", "check_calls", "guard_counts", "mismatch"]
+__all__ = ["GuardMismatch", "check_case", "check_calls", "guard_counts", "mismatch"]
 
 # how many cases and calls ran in this process (the long run reports them)
 guard_counts = {"cases": 0, "calls": 0, "eager errors": 0, "refused": 0}
+
+
+class GuardMismatch(AssertionError):
+    """A call of a case that did not answer as eager: the problem, and whether one object reached the
+    function two ways (the parts' objects were one object at some call)."""
+
+    def __init__(self, message: str, problem: str, aliased: bool) -> None:
+        super().__init__(message)
+        self.problem, self.aliased = problem, aliased
 
 
 @dataclass
@@ -117,6 +126,35 @@ def _short(value: Any) -> str:
     return text if len(text) < 200 else text[:200] + "..."
 
 
+def _containers(value: Any, found: set[int]) -> set[int]:
+    """The ids of the tuples, lists, dicts and other objects with attributes in ``value``, recursively."""
+    if isinstance(value, (tuple, list, dict)) or hasattr(value, "__dict__") or hasattr(value, "func"):
+        if id(value) in found:
+            return found
+        found.add(id(value))
+        items = (
+            value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
+        )
+        for item in items:
+            _containers(item, found)
+        for item in getattr(value, "__dict__", {}).values():
+            _containers(item, found)
+        for item in (*getattr(value, "args", ()), *getattr(value, "keywords", {}).values()):
+            _containers(item, found)
+    return found
+
+
+def _shares_a_container(objects: list) -> bool:
+    """Whether two parts' objects hold one container (then the function reaches it two ways)."""
+    seen: set[int] = set()
+    for obj in objects:
+        mine = _containers(obj, set())
+        if seen & mine:
+            return True
+        seen |= mine
+    return False
+
+
 def _code_owner(fn: Any) -> Any:
     """The function whose closure cells the case's source created (a module's forward)."""
     return type(fn).forward if isinstance(fn, torch.nn.Module) else fn
@@ -150,7 +188,7 @@ def check_case(case: GuardCase) -> None:
     guard_counts["cases"] += 1
     fn, namespace = build(case)
     jitted = thunder.jit(fn, cache=case.cache)
-    holder, shared = Holder(), [None] * len(case.parts)
+    holder, shared, aliased = Holder(), [None] * len(case.parts), False
     for index in range(len(case.parts[0].values)):
         objects = []
         for position, part in enumerate(case.parts):
@@ -160,6 +198,7 @@ def check_case(case: GuardCase) -> None:
             else:
                 shared[position] = part.wrap.make(value)
             objects.append(shared[position])
+        aliased = aliased or _shares_a_container(objects)
         args, kwargs = _deliver(case, fn, namespace, holder, objects)
         tensors = [eval(part.use.tensor, namespace) for part in case.parts]
         expected = outcome(fn, [t.clone() for t in tensors] + args, kwargs)
@@ -167,4 +206,5 @@ def check_case(case: GuardCase) -> None:
         guard_counts["calls"] += 1
         problem = compare(actual, expected, any_error=len(case.parts) > 1)
         values = ", ".join(f"{type(p.values[index]).__name__} {p.values[index]!r}" for p in case.parts)
-        assert problem is None, f"call {index} with {values}: {problem}\n{case.describe()}"
+        if problem is not None:
+            raise GuardMismatch(f"call {index} with {values}: {problem}\n{case.describe()}", problem, aliased)

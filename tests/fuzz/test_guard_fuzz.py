@@ -12,9 +12,12 @@ new random cases.
 
 from __future__ import annotations
 
+import os
+import re
+
 import pytest
 from fuzz_check import FUZZ_SETTINGS, PROFILE
-from guard_check import check_case, guard_counts
+from guard_check import GuardMismatch, check_case, guard_counts
 from guard_programs import GuardCase, guard_cases
 from hypothesis import given, note, settings
 
@@ -52,12 +55,35 @@ def test_changing_values_match_eager_symbolic_cache(case: GuardCase) -> None:
     _check(case)
 
 
+def _group(case: GuardCase, error: GuardMismatch) -> str:
+    uses = "+".join(part.use.name for part in case.parts)
+    problem = re.sub(r"\d+", "N", error.problem.splitlines()[0])[:90]
+    return f"{'one object reached two ways; ' if error.aliased else ''}{uses}: {problem}"
+
+
 @pytest.mark.slow
 @_long
-@FUZZ_SETTINGS
-@given(guard_cases())
-def test_guards_long_budget(case: GuardCase) -> None:
-    _check(case)
+def test_guards_long_budget() -> None:
+    """The long budget goes on past failing cases (no shrinking) and lists them at the end, grouped by
+    use and problem; with THUNDER_FUZZ_LOG=path, each failing case is also written to ``path.guards``."""
+    failures: dict[str, list[str]] = {}
+
+    @FUZZ_SETTINGS
+    @given(guard_cases())
+    def run(case: GuardCase) -> None:
+        try:
+            check_case(case)
+        except GuardMismatch as error:
+            failures.setdefault(_group(case, error), []).append(str(error))
+            guard_counts["failing cases"] = guard_counts.get("failing cases", 0) + 1
+            if log := os.environ.get("THUNDER_FUZZ_LOG"):
+                with open(f"{log}.guards", "a") as file:
+                    file.write(f"{error}\n\n")
+
+    run()
+    summary = "\n".join(f"{len(v):5d}  {k}" for k, v in sorted(failures.items(), key=lambda kv: -len(kv[1])))
+    examples = "\n\n".join(v[0] for v in failures.values())
+    assert not failures, f"failing cases by group:\n{summary}\n\none example of each:\n{examples}"
 
 
 def teardown_module() -> None:
