@@ -21,7 +21,11 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA grap
 
 def _mlp() -> torch.nn.Sequential:
     return torch.nn.Sequential(
-        torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
+        torch.nn.Linear(784, 256),
+        torch.nn.ReLU(),
+        torch.nn.Linear(256, 256),
+        torch.nn.ReLU(),
+        torch.nn.Linear(256, 10),
     )
 
 
@@ -91,6 +95,7 @@ def test_training_steps_with_graphs_match_eager() -> None:
 
 def _write_cache(cache: torch.Tensor, x: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
     cache.index_copy_(0, position, x)  # a static KV cache's update
+    cache[-1].add_(1)  # and its length, counted in place: an update applied twice would show
     return cache.sum(0) * 2
 
 

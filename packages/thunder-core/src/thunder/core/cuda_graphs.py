@@ -114,10 +114,14 @@ class GraphedFunction:
             a if _read_in_place(a) or i in self.mutated else _buffer_like(a) for i, a in enumerate(args)
         ]
         # warm up on a side stream: kernels compile and allocator pools settle outside the capture
+        # the warm-up runs the program: inputs it writes in place get a scratch copy, else this call
+        # would apply its update twice (once here, once in the replay that follows the capture)
+        warmup_inputs = [_buffer_like(s) if i in self.mutated and isinstance(s, torch.Tensor) else s
+                         for i, s in enumerate(static_inputs)]  # fmt: skip
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            self.fn(*static_inputs)
+            self.fn(*warmup_inputs)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
