@@ -330,7 +330,7 @@ REUSED_KNOWN_FAILURES: dict[str, str] = {
 # OpInfos too slow for the default run (over 10 s each on a 2-core machine: hundreds of samples, each
 # a new compile): with -m slow only.
 REUSED_SLOW: frozenset[str] = frozenset({
-    "nn.functional.max_pool1d", "nn.functional.max_pool2d", "nn.functional.max_pool3d", "logspace.tensor_overload",
+    "nn.functional.max_pool1d", "nn.functional.max_pool2d", "nn.functional.max_pool3d",
 })  # fmt: skip
 
 

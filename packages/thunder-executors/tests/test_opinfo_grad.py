@@ -193,14 +193,11 @@ REUSED_KNOWN_FAILURES: dict[str, str] = {
     "index_fill": "the gradient of a 0-dim tensor value counts a repeated index twice (eager: once); sample 5",
     "take_along_dim": "negative indices raise 'index -1 is out of bounds' (eager wraps them); sample 4",
 }
-# OpInfos too slow for the default run (by id; over 10 s each on a loaded 2-core machine, most of them
-# hundreds of samples, each a compile of a forward and a backward): with -m slow only.
+# OpInfos too slow for the default run (by id; over 10 s each on this 2-core machine: hundreds of
+# samples, each a compile of a forward and a backward): with -m slow only.
 REUSED_SLOW: frozenset[str] = frozenset({
     "grid_sampler_3d", "grid_sampler_2d", "nn.functional.grid_sample", "nn.functional.max_pool1d",
-    "nn.functional.max_pool2d", "nn.functional.max_pool3d", "nn.functional.adaptive_max_pool3d",
-    "nn.functional.linear_cross_entropy", "nn.functional.linear_cross_entropy.chunked",
-    "nn.functional.linear_cross_entropy.chunked_none", "cdist", "nn.functional.gaussian_nll_loss",
-    "nn.functional.unfold", "nn.functional.conv2d", "masked.norm",
+    "nn.functional.max_pool2d", "nn.functional.max_pool3d", "masked.norm",
 })  # fmt: skip
 
 
