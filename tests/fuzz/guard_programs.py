@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-__all__ = ["GuardCase", "Use", "USES", "WRAPS", "ROUTES", "guard_cases", "build", "NAMESPACE"]
+__all__ = ["GuardCase", "Part", "Use", "USES", "WRAPS", "ROUTES", "guard_cases", "build", "NAMESPACE"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -65,6 +65,28 @@ class Frozen:
 
 class Holder:
     """A plain object whose attribute the program reads."""
+
+
+class Knob:
+    """An object whose method and property read its attributes."""
+
+    def __init__(self, k: Any) -> None:
+        self.k = k
+
+    @property
+    def double(self) -> Any:
+        return self.k * 2
+
+    def apply(self, x: Any) -> Any:
+        return x * self.k
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.k!r})"
+
+
+class ShiftKnob(Knob):
+    def apply(self, x: Any) -> Any:
+        return x + self.k
 
 
 SENTINEL = object()
@@ -248,6 +270,12 @@ USES: tuple[Use, ...] = (
     _use("config_keys", SMALL, "return x * 2 if 'scale' in v else x", dict=CONFIGS),
     _use("config_kwargs", SMALL, "return torch.clamp(x, **v)",
          dict=({"min": 0.0}, {"max": 0.5}, {"min": -0.5, "max": 0.5}, {}, {"min": 1})),
+    _use("keyed", SMALL, "return x * v.get(Color.RED, 0) + v.get(1, 0)",
+         dict=({Color.RED: 2}, {Color.GREEN: 3, Color.RED: 1}, {1: 2, Color.RED: 5}, {Level.LOW: 4}, {True: 3},
+               {1.0: 2}, {Shade.RED: 7})),
+    # objects: a method, a property
+    _use("method", SMALL, "return v.apply(x)", object=(Knob(1), Knob(2), ShiftKnob(1), Knob(2.5), Knob(True))),
+    _use("property", SMALL, "return x * v.double", object=(Knob(1), Knob(3), ShiftKnob(3), Knob(0.5))),
     # callables
     Use("call", SMALL, "return v(x)", CALLABLES),
     _use("call_more", SMALL, "return v(x, 3)",
