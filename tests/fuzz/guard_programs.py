@@ -6,8 +6,9 @@ tuple, list, dict, named tuple, dataclass or ``functools.partial``; some wraps a
 mutated in place between calls), a *route* (how the function reaches it: positional or keyword
 argument, ``*args``, ``**kwargs``, a global, a closure cell, an attribute of a plain object or of an
 ``nn.Module``) and a sequence of values: the same kind with another value, or another kind (an int,
-then a float, then a bool; a slice, then a tuple). The program is Python source, so a failure
-prints as a function one can paste.
+then a float, then a bool; a slice, then a tuple). A case reads one such value, or two (each use then
+a helper function; the two may share objects, as real arguments do). The program is Python source,
+so a failure prints as a function one can paste.
 """
 
 from __future__ import annotations

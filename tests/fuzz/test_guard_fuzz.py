@@ -1,9 +1,9 @@
 """Guard fuzzing: one jitted function called with changing Python values, against eager PyTorch.
 
-Each case (``guard_programs.py``) reads one value -- a shape, an index, a branch condition, a loop
-count, a number, a dtype or device, a config dict, a callable -- nested in a container or not,
-reached as an argument, a global, a closure cell or an attribute, and calls one ``thunder.jit``-ted
-function with a sequence of values (same kind, other value; other kind). Every call must return
+Each case (``guard_programs.py``) reads one value or two -- a shape, an index, a branch condition,
+a loop count, a number, a dtype or device, a config dict, an object, a callable -- nested in a
+container or not, reached as an argument, a global, a closure cell or an attribute, and calls one
+``thunder.jit``-ted function with a sequence of values (same kind, other value; other kind). Every call must return
 eager's answer or raise eager's exception type: the prologue must check every value the trace was
 built on. Both cache modes run. The default run uses the derandomized "ci" budget (1000 cases a test);
 ``THUNDER_FUZZ_PROFILE=long python -m pytest tests/fuzz -m slow`` runs ``THUNDER_FUZZ_EXAMPLES``
