@@ -399,6 +399,27 @@ def test_partial_keyword_bound_to_an_empty_tuple() -> None:
     _check(lambda x, p: x * 2 if p() else x / 2, torch.ones(2), values)
 
 
+class _Knob:
+    def __init__(self, k: Any) -> None:
+        self.k = k
+
+    @property
+    def double(self) -> Any:
+        return self.k * 2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 21, guard finding G6: an object bound in a partial is checked by type, not the attributes read",
+)
+@pytest.mark.parametrize("read", ["attribute", "property"])
+def test_attribute_of_an_object_bound_in_a_partial(read: str) -> None:
+    def fn(x: torch.Tensor, p: Callable) -> torch.Tensor:
+        return x * (p().k if read == "attribute" else p().double)
+
+    _check(fn, torch.ones(2), [functools.partial(_pick, _Knob(0.5)), functools.partial(_pick, _Knob(3))])
+
+
 def test_function_argument() -> None:
     _check(lambda x, f: f(x), torch.linspace(-1, 1, 5), [torch.relu, torch.tanh, _shift, torch.Tensor.abs])
 
