@@ -5,7 +5,7 @@ a loop count, a number, a dtype or device, a config dict, an object, a callable 
 container or not, reached as an argument, a global, a closure cell or an attribute, and calls one
 ``thunder.jit``-ted function with a sequence of values (same kind, other value; other kind). Every call must return
 eager's answer or raise eager's exception type: the prologue must check every value the trace was
-built on. Both cache modes run. The default run uses the derandomized "ci" budget (1000 cases a test);
+built on. Both cache modes run. The default run uses the derandomized "ci" budget (800 cases a test);
 ``THUNDER_FUZZ_PROFILE=long python -m pytest tests/fuzz -m slow`` runs ``THUNDER_FUZZ_EXAMPLES``
 new random cases.
 """
@@ -22,7 +22,7 @@ from guard_programs import GuardCase, guard_cases
 from hypothesis import given, note, settings
 
 # a case is cheap (a few small compiles): the "ci" budget runs more of them than fuzz_check's default
-GUARD_SETTINGS = settings(FUZZ_SETTINGS, max_examples=1000) if PROFILE == "ci" else FUZZ_SETTINGS
+GUARD_SETTINGS = settings(FUZZ_SETTINGS, max_examples=800) if PROFILE == "ci" else FUZZ_SETTINGS
 _long = pytest.mark.skipif(PROFILE != "long", reason="the long budget runs with THUNDER_FUZZ_PROFILE=long")
 
 
