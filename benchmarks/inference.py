@@ -15,6 +15,7 @@ weights and the KV cache read once per decoded token.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 from collections.abc import Callable
@@ -162,6 +163,52 @@ def measure(
     return row, tokens
 
 
+def _decode_steps(
+    call: Callable, prompt: torch.Tensor, cache: Any, steps: int, device: str, profiler: Any = None
+) -> list[float]:
+    """A prefill, then ``steps`` decode steps (profiled, if a profiler is given); per step, the seconds
+    until the call returned (the host's share: with CUDA graphs it returns once the replay is enqueued)."""
+    cache.reset()
+    token = _step(call, prompt, cache, 0)
+    _sync(device)
+    host = []
+    with profiler if profiler is not None else contextlib.nullcontext():
+        for index in range(steps):
+            start = time.perf_counter()
+            token = _step(call, token, cache, prompt.shape[1] + index)
+            host.append(time.perf_counter() - start)
+            _sync(device)
+    return host
+
+
+def profile_decode(
+    name: str, system: str, model: torch.nn.Module, args: argparse.Namespace, steps: int = 16
+) -> None:
+    """Where a decode step's time goes: host time to enqueue it, GPU kernel time by kernel, wall time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    prompt = torch.randint(0, model.config.vocab_size, (1, args.prompt), device=args.device)
+    cache = static_cache(model, args.prompt + args.new_tokens)
+    call = _caller(system, model)
+    steps = min(steps, args.new_tokens - 1)  # the cache holds the prompt and new_tokens more
+    with torch.no_grad():
+        for _ in range(2):  # compile and capture first
+            generate(call, prompt, cache, 4, args.device)
+        host_ms = statistics.median(_decode_steps(call, prompt, cache, steps, args.device)) * 1e3
+        profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        _decode_steps(call, prompt, cache, steps, args.device, profiler)
+    kernels = [
+        e for e in profiler.key_averages() if e.device_type.name == "CUDA" and e.self_device_time_total > 0
+    ]
+    kernel_ms = sum(e.self_device_time_total for e in kernels) / 1e3 / steps
+    print(
+        f"\nprofile {name} {system}: host {host_ms:.2f} ms/token to enqueue; GPU kernels {kernel_ms:.2f} ms/token"
+    )
+    for event in sorted(kernels, key=lambda e: -e.self_device_time_total)[:8]:
+        share = event.self_device_time_total / 1e3 / steps
+        print(f"  {share:7.3f} ms/token  {event.count // steps:4d}x  {event.key[:90]}")
+
+
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -193,6 +240,9 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument(
+        "--profile", default="", help="systems whose decode steps to profile, e.g. thunder+graphs"
+    )
     args = parser.parse_args()
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
     rows: list[Row] = []
@@ -205,6 +255,8 @@ def main() -> None:
                 reference = tokens
             rows.append(row)
             print(row, flush=True)
+            if system in args.profile.split(",") and not row.error:
+                profile_decode(name, system, model, args)
             torch._dynamo.reset()
         del model
         if args.device == "cuda":
