@@ -197,6 +197,13 @@ def profile_decode(
         host_ms = statistics.median(_decode_steps(call, prompt, cache, steps, args.device)) * 1e3
         profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         _decode_steps(call, prompt, cache, steps, args.device, profiler)
+        if args.cprofile:  # the host's share by Python function
+            import cProfile
+            import pstats
+
+            python_profiler = cProfile.Profile()
+            python_profiler.runcall(_decode_steps, call, prompt, cache, steps, args.device)
+            pstats.Stats(python_profiler).sort_stats("tottime").print_stats(14)
     kernels = [
         e for e in profiler.key_averages() if e.device_type.name == "CUDA" and e.self_device_time_total > 0
     ]
@@ -242,6 +249,9 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument(
         "--profile", default="", help="systems whose decode steps to profile, e.g. thunder+graphs"
+    )
+    parser.add_argument(
+        "--cprofile", action="store_true", help="with --profile: the host's time by Python function"
     )
     args = parser.parse_args()
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
