@@ -50,10 +50,10 @@ class _Captured:
         static_inputs: list[Any],
         outputs: list[Any],
         spec: Any,
-        mutated: frozenset,
+        copied: list[int],
     ):
         self.graph, self.static_inputs, self.outputs, self.spec = graph, static_inputs, outputs, spec
-        self.in_place = {i for i, s in enumerate(static_inputs) if isinstance(s, torch.Tensor)} & set(mutated)
+        self.copied = [(i, static_inputs[i]) for i in copied]  # the graph's own buffers, filled per replay
         # outputs that are inputs (a forward returns the tensors its backward reads) are the caller's
         self.returned_inputs = {
             i: next(j for j, s in enumerate(static_inputs) if s is o)
@@ -62,10 +62,8 @@ class _Captured:
         }
 
     def replay(self, args: tuple) -> Any:
-        for index, (static, arg) in enumerate(zip(self.static_inputs, args)):
-            # a tensor written in place has the captured one's address (the layout key): no copy
-            if isinstance(arg, torch.Tensor) and static is not arg and index not in self.in_place:
-                static.copy_(arg)
+        for index, static in self.copied:
+            static.copy_(args[index])
         self.graph.replay()
         results = [
             args[self.returned_inputs[i]]
@@ -83,6 +81,7 @@ class GraphedFunction:
 
     def __init__(self, fn: Callable, name: str = "computation", mutated: frozenset = frozenset()):
         self.fn, self.name, self.mutated = fn, name, mutated
+        self.plan: _InputPlan | None = None  # how each input position is handled, from the first call
         self.graphs: dict[tuple, _Captured] = {}
         self.refused: str | None = None  # why graphs are not used, once that is known
         self._lock = threading.Lock()
@@ -90,7 +89,7 @@ class GraphedFunction:
     def __call__(self, *args: Any) -> Any:
         if self.refused is not None:
             return self.fn(*args)
-        key = _layout_key(args, self.mutated)
+        key = self._plan(args).key(args)
         captured = self.graphs.get(key)
         if captured is None:
             reason = _unsupported(args)
@@ -110,9 +109,10 @@ class GraphedFunction:
         return captured.replay(args)
 
     def _capture(self, args: tuple) -> _Captured:
-        static_inputs = [
-            a if _read_in_place(a) or i in self.mutated else _buffer_like(a) for i, a in enumerate(args)
-        ]
+        plan = self._plan(args)
+        static_inputs = list(args)
+        for index in plan.copied:
+            static_inputs[index] = _buffer_like(args[index])
         # warm up on a side stream: kernels compile and allocator pools settle outside the capture
         # the warm-up runs the program: inputs it writes in place get a scratch copy, else this call
         # would apply its update twice (once here, once in the replay that follows the capture)
@@ -127,7 +127,12 @@ class GraphedFunction:
         with torch.cuda.graph(graph):
             result = self.fn(*static_inputs)
         outputs, spec = tree_flatten(result)
-        return _Captured(graph, static_inputs, outputs, spec, self.mutated)
+        return _Captured(graph, static_inputs, outputs, spec, plan.copied)
+
+    def _plan(self, args: tuple) -> _InputPlan:
+        if self.plan is None:
+            self.plan = _InputPlan(args, self.mutated)
+        return self.plan
 
     def _refuse(self, reason: str) -> None:
         if self.refused is None:
@@ -159,26 +164,38 @@ def mutated_inputs(trace: Any) -> frozenset:
     )
 
 
-def _read_in_place(arg: Any) -> bool:
-    """Parameters are read at their own address (the graph re-captures if that changes)."""
-    return not isinstance(arg, torch.Tensor) or isinstance(arg, torch.nn.Parameter)
+class _InputPlan:
+    """Which inputs a graph reads where they are, which it copies into its own buffers, and which are
+    numbers baked into it; decided once per compiled function, whose prologue fixes which positions
+    hold tensors. (A per-call key over a model's hundreds of inputs cost a ``Parameter`` isinstance,
+    a Python-level metaclass check, for each.)
+
+    - Parameters and inputs written in place are read at their own address: the key holds it, so a
+      new storage makes a new capture. A position that later holds another kind of tensor is still
+      handled correctly: read in place, or copied.
+    - Other tensors are copied into the graph's buffers before each replay; the key holds their strides.
+    - Other inputs (numbers) are part of the key by type and value.
+    """
+
+    def __init__(self, args: tuple, mutated: frozenset):
+        tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        self.pinned = [i for i in tensors if isinstance(args[i], torch.nn.Parameter) or i in mutated]
+        pinned = set(self.pinned)
+        self.copied = [i for i in tensors if i not in pinned]
+        self.values = [i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)]
+
+    def key(self, args: tuple) -> tuple:
+        """What a capture depends on beyond what the prologue checked (shape, dtype, device)."""
+        return (
+            tuple((args[i].data_ptr(), args[i].stride()) for i in self.pinned),
+            tuple(args[i].stride() for i in self.copied),
+            tuple((type(args[i]), args[i]) for i in self.values),
+        )
 
 
 def _buffer_like(arg: torch.Tensor) -> torch.Tensor:
     buffer = torch.empty_strided(arg.shape, arg.stride(), dtype=arg.dtype, device=arg.device)
     return buffer.copy_(arg)
-
-
-def _layout_key(args: tuple, mutated: frozenset) -> tuple:
-    """Per input what a capture depends on beyond what the prologue checked (shape, dtype, device):
-    strides, the address of a parameter or of an input written in place, a number's value (baked
-    into the captured kernels)."""
-    return tuple(
-        ((a.data_ptr(), a.stride()) if isinstance(a, torch.nn.Parameter) or i in mutated else a.stride())
-        if isinstance(a, torch.Tensor)
-        else (type(a), a)
-        for i, a in enumerate(args)
-    )
 
 
 def _unsupported(args: tuple) -> str | None:
