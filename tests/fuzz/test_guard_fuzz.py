@@ -31,24 +31,12 @@ def _check(case: GuardCase) -> None:
     check_case(case)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 21, guard findings G5, G6 (/tmp/guard_findings.md): one list passed as two arguments is guarded "
-    "only where first seen; attributes of an object bound in a partial are not checked",
-)
 @GUARD_SETTINGS
 @given(guard_cases(cache="constant values"))
 def test_changing_values_match_eager(case: GuardCase) -> None:
     _check(case)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 21, guard findings G5, G6 (/tmp/guard_findings.md): one list passed as two arguments is guarded "
-    "only where first seen; attributes of an object bound in a partial are not checked",
-)
 @GUARD_SETTINGS
 @given(guard_cases(cache="symbolic values"))
 def test_changing_values_match_eager_symbolic_cache(case: GuardCase) -> None:

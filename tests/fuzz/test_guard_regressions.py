@@ -391,9 +391,6 @@ def _pick(v: Any) -> Any:
     return v
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 21, guard finding G4: partial(f, v=())'s entry answers partial(f, v=True)"
-)
 def test_partial_keyword_bound_to_an_empty_tuple() -> None:
     values = [functools.partial(_pick, v=()), functools.partial(_pick, v=True), functools.partial(_pick, v=1)]
     _check(lambda x, p: x * 2 if p() else x / 2, torch.ones(2), values)
@@ -408,10 +405,6 @@ class _Knob:
         return self.k * 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 21, guard finding G6: an object bound in a partial is checked by type, not the attributes read",
-)
 @pytest.mark.parametrize("read", ["attribute", "property"])
 def test_attribute_of_an_object_bound_in_a_partial(read: str) -> None:
     def fn(x: torch.Tensor, p: Callable) -> torch.Tensor:
@@ -544,11 +537,6 @@ def test_keyword_and_variadic_arguments(cache: str) -> None:
     check_calls(fn, calls, cache=cache)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 21, guard finding G5: an object passed twice is guarded only where first seen (args[1]); "
-    "the argument actually read (args[2]) is not checked",
-)
 def test_one_object_passed_twice() -> None:
     import thunder
 

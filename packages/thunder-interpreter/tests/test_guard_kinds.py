@@ -212,3 +212,27 @@ def test_the_prologue_prints_checks_as_readable_python() -> None:
     jitted(X, [2])
     prologue = str(thunder.last_prologue_traces(jitted)[-1])
     assert "if type(args[1]) is not list or len(args[1]) != 1: raise GuardFailure" in prologue
+
+
+def test_one_object_reached_through_two_paths_is_checked_on_both() -> None:
+    x = torch.arange(24.0)
+    shape = [6, 4]
+    reshape = thunder.jit(lambda x, first, second: x.reshape(second))
+    assert reshape(x, shape, shape).shape == (6, 4)
+    assert reshape(x, shape, 24).shape == (24,)  # the second path no longer holds the first's list
+    add = thunder.jit(lambda a, b: a + b)
+    ones, zeros = torch.ones(2), torch.zeros(2)
+    torch.testing.assert_close(add(ones, ones), ones * 2)
+    torch.testing.assert_close(add(ones, zeros), ones)  # one tensor traced for both, two given now
+    aliased = thunder.jit(lambda a, b: a + b)
+    aliased(ones, ones)
+    assert "if args[1] is not args[0]: raise GuardFailure" in str(thunder.last_prologue_traces(aliased)[-1])
+
+
+def test_an_object_bound_in_a_partial_is_checked_by_the_attributes_read() -> None:
+    def pick(value: Any) -> Any:
+        return value
+
+    scale = thunder.jit(lambda x, p: x * p().k)
+    torch.testing.assert_close(scale(X, functools.partial(pick, Plain(k=0.5))), X * 0.5)
+    torch.testing.assert_close(scale(X, functools.partial(pick, Plain(k=3))), X * 3)

@@ -122,6 +122,16 @@ def _print_check_empty(bound_symbol: BoundSymbol) -> list[str]:
     return [f"if {' or '.join(bound_symbol.args)}: raise GuardFailure"]
 
 
+def _print_check_same(bound_symbol: BoundSymbol) -> list[str]:
+    expression, first_expression = bound_symbol.args
+    return [f"if {expression} is not {first_expression}: raise GuardFailure"]
+
+
+CHECK_SAME = Symbol(
+    name="check_same", id="prologue.check_same", meta=lambda *args: None, printer=_print_check_same
+)
+
+
 CHECK_EMPTY = Symbol(
     name="check_empty", id="prologue.check_empty", meta=lambda *args: None, printer=_print_check_empty
 )
@@ -188,6 +198,7 @@ class PrologueBuilder:
         # a proxy named ``Tensor`` (a user's parameter) would shadow the prologue's own names
         computation.names.update(self.prologue.constants)
         self._tensors: dict[int, tuple[Any, TensorProxy]] = {}
+        self._tensor_sources: dict[int, Source] = {}  # where each tensor input was first read
         self._numbers: dict[str, NumberProxy] = {}  # by the expression that fetches them
         self._guarded: set[str] = set()
         self._fetch_names: list[str] = []
@@ -215,10 +226,16 @@ class PrologueBuilder:
         return known[1] if known is not None else None
 
     def add_tensor(self, tensor: torch.Tensor, source: Source, name: str | None = None) -> TensorProxy:
-        """The computation input standing for ``tensor``, fetched and checked by the prologue."""
+        """The computation input standing for ``tensor``, fetched and checked by the prologue.
+
+        A tensor reached again through another path is one input; the prologue checks that both
+        paths still hold one tensor (called later with two, the trace would read only the first).
+        """
         known = self.proxy_for(tensor)
         if known is not None:
+            self.add_alias_guard(source, self._tensor_sources[id(tensor)])
             return known
+        self._tensor_sources[id(tensor)] = source
         with tracectx(self.computation):
             proxy = TensorProxy.from_tensor(tensor, name=name)
         self._tensors[id(tensor)] = (tensor, proxy)
@@ -249,6 +266,16 @@ class PrologueBuilder:
             self._record(BoundSymbol(CHECK_VALUE, (expression, repr(value))))
         else:
             self._record(BoundSymbol(CHECK_VALUE, (expression, self._constant_name(value), _shown(value))))
+
+    def add_alias_guard(self, source: Source, first_source: Source) -> None:
+        """Specialize on two paths reaching one object (``f(s, s)``): the trace read it as one."""
+        expression = source.expression(self._constant_name)
+        first_expression = first_source.expression(self._constant_name)
+        key = f"{expression} is {first_expression}"
+        if expression == first_expression or key in self._guarded:
+            return
+        self._guarded.add(key)
+        self._record(BoundSymbol(CHECK_SAME, (expression, first_expression)))
 
     def add_empty_guard(self, source: Source) -> None:
         """Specialize on a value being empty (false): a module's hook tables, always dicts, have no hooks."""
@@ -332,7 +359,7 @@ class PrologueBuilder:
 
     def finish(self) -> Trace:
         expression_index = {
-            UNPACK: 0, CHECK_VALUE: 0, CHECK_IDENTITY: 0, CHECK_EMPTY: 0, CHECK_KEYS: 0, CHECK_CONTAINER: 0
+            UNPACK: 0, CHECK_VALUE: 0, CHECK_IDENTITY: 0, CHECK_EMPTY: 0, CHECK_KEYS: 0, CHECK_CONTAINER: 0, CHECK_SAME: 0
         }  # fmt: skip
         self.prologue.bound_symbols[:] = _merge_empty_checks(
             hoist_repeated_fetches(self.prologue.bound_symbols, expression_index, self._fetch_name)

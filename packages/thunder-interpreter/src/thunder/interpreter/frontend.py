@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import inspect
 import types
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -30,7 +29,6 @@ from thunder.core.sources import (
     CallSource,
     ConstantSource,
     GlobalSource,
-    ItemSource,
     KeysSource,
     KeywordSource,
     LengthSource,
@@ -176,6 +174,9 @@ class TracingHooks(InterpreterHooks):
         self.side_effects = SideEffects(lambda obj: self.source_of(obj), lambda: self.current_location())
         number = self._number if symbolic_numbers else None
         self.guards = ValueGuards(builder, self._tensor, number, self.current_location)
+        # values found inside the arguments, loaded before the VM runs: their sources are handed to it
+        self.argument_sources: list[tuple[Any, Source]] = []
+        self.guards.register = lambda value, source: self.register_source(value, source)
 
     def lookaside(self, fn: Any) -> Callable | None:
         replacement = torch_lookaside(fn)  # symbols, with their out=/inplace= forms; in-place torch ops
@@ -239,6 +240,9 @@ class TracingHooks(InterpreterHooks):
         if location.split(": ", 1)[0] in exc.args[0]:
             return  # the message already names the place
         exc.args = (f"{exc.args[0]} (at {location})", *exc.args[1:])
+
+    def register_source(self, value: Any, source: Source) -> None:
+        self.argument_sources.append((value, source))  # until interpret() takes over
 
     def on_load(self, value: Any, source: Source, name: str | None = None) -> Any:
         if self.side_effects.written_by_program(source):  # read back after the program's own write
@@ -366,7 +370,7 @@ def interpreter_frontend(
             kwarg_sources = {k: KeywordSource(k) for k in kwargs}
             result = interpret(_call, (fn, *proxied_args), proxied_kwargs, hooks,
                                arg_sources=arg_sources, kwarg_sources=kwarg_sources,
-                               known_sources=known_sources)  # fmt: skip
+                               known_sources=[*known_sources, *hooks.argument_sources])  # fmt: skip
             output = _adopt_outputs(result, hooks)
             epilogue, values = hooks.side_effects.build(hooks.adopt)  # final states, before undoing them
         finally:

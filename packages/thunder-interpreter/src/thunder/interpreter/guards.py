@@ -139,6 +139,10 @@ class ValueGuards:
         self._objects: dict[int, tuple[Any, Source]] = {}  # guarded by type and attributes read
         self._tensor_sources: set[str] = set()  # where tensors were read from (``args[0]``)
         self._frozen: set[int] = set()  # ids of sources of checked immutable values (code objects)
+        # first source of each mutable object loaded: a second path to it gets an ``is`` check
+        self._aliases: dict[int, tuple[Any, Source]] = {}
+        # the VM's provenance, so that reads through a value loaded inside another are guarded too
+        self.register: Callable[[Any, Source], None] = lambda value, source: None
 
     def load(self, value: Any, source: Source, name: str | None = None) -> Any:
         """The value the traced program sees instead of ``value``, with its checks recorded."""
@@ -147,6 +151,20 @@ class ValueGuards:
             return self.load_tensor(value, source, name)
         if isinstance(value, Proxy):
             return value  # loaded before: already an input of the computation
+        result = self._load(value, source, name)
+        if type(value) not in _IMMUTABLE_TYPES:  # so that the program's reads through it are checked too
+            self.register(result, source)
+        return result
+
+    def _load(self, value: Any, source: Source, name: str | None) -> Any:
+        if self._aliases and not isinstance(value, torch.Tensor):
+            first = self._aliases.get(id(value))
+            if first is not None and first[0] is value:  # reached before through another path
+                self.builder.add_alias_guard(source, first[1])
+                known = self._memo(value)
+                return known if known is not None else value
+        if _is_aliasable(value):
+            self._aliases[id(value)] = (value, source)
         if self._tensor_sources and _is_read_from_tensor(source, self._tensor_sources):
             return value  # ``x.shape[0]``, ``x.dtype``: metadata the tensor's check covers
         if (
@@ -217,7 +235,9 @@ class ValueGuards:
         return known[1] if known is not None and known[0] is value else None
 
     def _sequence(self, value: Any, source: Source) -> Any:
-        known = self._memo(value)
+        # a tuple reached again (``()`` is one object everywhere) is checked again at this path; a list
+        # reached again was given an identity check with its first path (``_load``)
+        known = self._memo(value) if isinstance(value, list) else None
         if known is not None:
             return known
         self.builder.add_container_guard(value, source)
@@ -270,6 +290,13 @@ class ValueGuards:
         self.builder.add_identity_guard(value, source)
         if type(value) is types.CodeType:
             self._frozen.add(id(source))
+
+
+def _is_aliasable(value: Any) -> bool:
+    """A value two paths may share whose identity matters: mutable, or read through its attributes."""
+    return isinstance(value, (list, dict, set, functools.partial, types.MethodType)) or _is_python_object(
+        value
+    )
 
 
 def _is_hook_table(source: Source) -> bool:

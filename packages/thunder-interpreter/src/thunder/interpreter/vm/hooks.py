@@ -62,6 +62,10 @@ class InterpreterHooks:
         """Where the program read ``value`` from, if from outside the call; ``interpret`` replaces this."""
         return None
 
+    def register_source(self, value: Any, source: Source) -> None:
+        """Tell the VM where ``value`` came from (found inside another loaded value); ``interpret`` replaces this."""
+        return None
+
     def current_location(self) -> str:
         """``file:line: source`` of the innermost user frame; ``interpret`` replaces this."""
         return "<not interpreting>"

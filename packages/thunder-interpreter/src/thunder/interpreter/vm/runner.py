@@ -50,6 +50,7 @@ def interpret(
     hooks.current_location = context.user_location  # type: ignore[method-assign]
     hooks.source_of = context.provenance.source_of  # type: ignore[method-assign]
     register = context.provenance.register
+    hooks.register_source = register  # type: ignore[method-assign]
     for value, known in known_sources:
         register(value, known)
     for value, source in zip(args, arg_sources):
