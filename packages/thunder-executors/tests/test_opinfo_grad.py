@@ -190,8 +190,6 @@ REUSED_KNOWN_FAILURES: dict[str, str] = {
     "index_reduce.prod": KNOWN_FAILURES["index_reduce"],
     "scatter_reduce.prod": KNOWN_FAILURES["scatter_reduce"],
     "nn.functional.batch_norm": "through thunder.jit, an empty 1-D input with training=True raises IndexError",
-    "index_fill": "the gradient of a 0-dim tensor value counts a repeated index twice (eager: once); sample 5",
-    "take_along_dim": "negative indices raise 'index -1 is out of bounds' (eager wraps them); sample 4",
 }
 # OpInfos too slow for the default run (by id; over 10 s each on this 2-core machine: hundreds of
 # samples, each a compile of a forward and a backward): with -m slow only.

@@ -64,7 +64,9 @@ def advanced_getitem(a: TensorProxy, key: Any) -> TensorProxy:
     """
     key = key if isinstance(key, tuple) else (key,)
     key = tuple(_constant_index(k, a.device) if isinstance(k, (list, tuple)) else k for k in key)
-    if not any(isinstance(k, TensorProxy) for k in key):  # bools alone: new dims of size 1 (True) or 0 (False)
+    if not any(
+        isinstance(k, TensorProxy) for k in key
+    ):  # bools alone: new dims of size 1 (True) or 0 (False)
         return _bool_getitem(a, key)
     key = tuple(k if k is not True else None for k in key)
     if any(k is False for k in key):
@@ -132,7 +134,11 @@ def gather(input: TensorProxy, dim: int, index: TensorProxy, *, sparse_grad: boo
     if index.numel() == 0:
         return prims.full(index.shape, 0, device=input.device, dtype=input.dtype)
     if input.ndim == 0 or index.ndim == 0:
-        if max(input.ndim, index.ndim) > 1 or input.ndim != index.ndim and (input.numel() != 1 or index.numel() != 1):
+        if (
+            max(input.ndim, index.ndim) > 1
+            or input.ndim != index.ndim
+            and (input.numel() != 1 or index.numel() != 1)
+        ):
             raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
         result = prims.take_along_axis(reshape(input, (1,)), reshape(index, (1,)), 0)
         return reshape(result, index.shape)
@@ -271,9 +277,13 @@ def index_fill(input: TensorProxy, dim: int, index: TensorProxy, value: Any) -> 
         value = to_dtype(value, input.dtype)
     shape = input.shape[:d] + (index.numel(),) + input.shape[d + 1 :] if input.ndim else (index.numel(),)
     if isinstance(value, TensorProxy):
-        source = prims.broadcast_in_dim(value, shape, ())
-    else:
-        source = prims.full(shape, to_dtype(value, input.dtype), device=input.device, dtype=input.dtype)
+        # a mask of the filled places, then a select: the value's gradient sums each place once, as
+        # eager's does, where copying the value to every index counted a repeated index twice
+        filled = prims.full(shape, True, device=input.device, dtype=dtypes.bool8)
+        empty = prims.full(input.shape, False, device=input.device, dtype=dtypes.bool8)
+        mask = _index_update(prims.index_copy, "index_fill", empty, d, index, filled)
+        return prims.where(mask, prims.broadcast_in_dim(value, input.shape, ()), input)
+    source = prims.full(shape, to_dtype(value, input.dtype), device=input.device, dtype=input.dtype)
     return _index_update(prims.index_copy, "index_fill", input, d, index, source)
 
 
@@ -292,7 +302,9 @@ def _put_indices(a: TensorProxy, indices: Sequence[Any]) -> list[TensorProxy | N
 
 
 @torchsymbol(torch.index_put, torch.Tensor.index_put, method="index_put", tags=INDEXING)
-def index_put(input: TensorProxy, indices: Sequence[Any], values: Any, accumulate: bool = False) -> TensorProxy:
+def index_put(
+    input: TensorProxy, indices: Sequence[Any], values: Any, accumulate: bool = False
+) -> TensorProxy:
     """``a`` with ``a[indices] = values`` (or ``+=`` when ``accumulate``); ``indices`` as in ``aten.index``."""
     index_list = _put_indices(input, indices)
     if not isinstance(values, TensorProxy):
@@ -303,7 +315,11 @@ def index_put(input: TensorProxy, indices: Sequence[Any], values: Any, accumulat
             f"and {values.dtype.name} for the source."
         )
     if not any(i is not None for i in index_list):
-        return expand_to(values, input.shape) if not accumulate else prims.add(input, expand_to(values, input.shape))
+        return (
+            expand_to(values, input.shape)
+            if not accumulate
+            else prims.add(input, expand_to(values, input.shape))
+        )
     if len(index_list) == 1 and index_list[0] is not None and index_list[0].dtype is dtypes.bool8:
         return _masked_put(input, index_list[0], values, bool(accumulate))
     for index in index_list:
@@ -379,7 +395,8 @@ def take_along_dim(input: TensorProxy, indices: TensorProxy, dim: int | None = N
     )
     input = expand_to(input, a_shape[:d] + (input.shape[d],) + a_shape[d + 1 :])
     indices = expand_to(indices, a_shape[:d] + (indices.shape[d],) + a_shape[d + 1 :])
-    return prims.take_along_axis(input, indices, d)
+    # PyTorch counts negative indices from the end; the gradient's scatter takes only non-negative ones
+    return prims.take_along_axis(input, _wrap_negative(indices, input.shape[d]), d)
 
 
 @torchsymbol(torch.masked_fill, torch.Tensor.masked_fill, method="masked_fill", tags=INDEXING)
@@ -545,4 +562,6 @@ def unsafe_masked_index_put_accumulate(input: TensorProxy, mask: TensorProxy, in
     if input.numel() == 0:
         return prims.convert_element_type(input, input.dtype)
     masked_values = where(mask, values, 0)
-    return prims.index_put(input, _clamped_indices(input, indices), to_dtype(masked_values, input.dtype), True)
+    return prims.index_put(
+        input, _clamped_indices(input, indices), to_dtype(masked_values, input.dtype), True
+    )
