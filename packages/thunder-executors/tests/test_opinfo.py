@@ -324,8 +324,6 @@ def test_opinfo_other_dtypes(opinfo: OpInfo, symbol: Symbol, dtype: torch.dtype,
 # OpInfos whose reused function gives another answer than eager for a reason outside the guards
 # (by OpInfo id): the reason. Strict xfails: a fix shows up as an unexpected pass.
 REUSED_KNOWN_FAILURES: dict[str, str] = {
-    "nn.functional.batch_norm": "through thunder.jit, an empty 1-D input with training=True raises IndexError "
-    "(eager returns an empty tensor; the direct frontend above passes): not a guard",
 }
 # OpInfos too slow for the default run (over 10 s each on a 2-core machine: hundreds of samples, each
 # a new compile): with -m slow only.

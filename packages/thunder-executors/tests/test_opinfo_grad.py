@@ -189,7 +189,6 @@ REUSED_KNOWN_FAILURES: dict[str, str] = {
     "native_layer_norm": KNOWN_FAILURES["native_layer_norm"],
     "index_reduce.prod": KNOWN_FAILURES["index_reduce"],
     "scatter_reduce.prod": KNOWN_FAILURES["scatter_reduce"],
-    "nn.functional.batch_norm": "through thunder.jit, an empty 1-D input with training=True raises IndexError",
 }
 # OpInfos too slow for the default run (by id; over 10 s each on this 2-core machine: hundreds of
 # samples, each a compile of a forward and a backward): with -m slow only.

@@ -293,6 +293,8 @@ def batch_norm_running_stats(a: TensorProxy, running_mean: TensorProxy, running_
         raise NotImplementedError(
             "batch_norm running statistics with momentum=None are not supported by thunder yet"
         )
+    if a.numel() == 0:  # an empty batch leaves the running statistics as they are (eager returns early)
+        return running_mean, running_var
     reduced = (0,) + tuple(range(2, a.ndim))
     x = to_dtype(a, computation_dtype(a.dtype))
     count = a.numel() // a.shape[1]
