@@ -9,7 +9,6 @@ from __future__ import annotations
 import linecache
 from typing import Any
 
-from thunder.core.diagnostics.notes import add_note
 
 __all__ = [
     "InterpreterError",
@@ -61,6 +60,15 @@ def annotate_exception(frame: Any, op: Any, exc: BaseException) -> None:
     line = linecache.getline(code.co_filename, lineno or 0).strip()
     note = f"  thunder: in {qualname_of(code, frame.function)} at {code.co_filename}:{lineno}: {line}"
     try:
-        add_note(exc, note)
+        _add_note(exc, note)
     except Exception:  # an exception type that refuses notes still propagates unchanged
         pass
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    """``exc.add_note(note)``; on 3.10 (no PEP 678) the ``__notes__`` list alone. The VM imports no torch,
+    so it does not share thunder.core's helper."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+        return
+    exc.__notes__ = [*getattr(exc, "__notes__", ()), note]  # type: ignore[attr-defined]
