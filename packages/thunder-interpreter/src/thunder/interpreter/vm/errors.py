@@ -9,7 +9,6 @@ from __future__ import annotations
 import linecache
 from typing import Any
 
-
 __all__ = [
     "InterpreterError",
     "location_of",
