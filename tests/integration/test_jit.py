@@ -475,3 +475,13 @@ def test_a_property_shadowing_a_parameter_is_read_as_the_property() -> None:
     model, x = _Shadowed(), torch.randn(3)
     jitted = thunder.jit(model)
     torch.testing.assert_close(jitted(x), model(x))
+
+
+def test_an_unsupported_python_is_refused_naming_both_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    import thunder.interpreter.version as version
+
+    monkeypatch.setattr(version, "sys", types.SimpleNamespace(version_info=(3, 14, 0, "final", 0)))
+    with pytest.raises(version.UnsupportedPythonError, match=r"3\.14\.0.*3\.10, 3\.11, 3\.12, 3\.13"):
+        thunder.jit(lambda x: x + 1)(torch.ones(2))
