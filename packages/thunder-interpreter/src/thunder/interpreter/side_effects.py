@@ -167,9 +167,11 @@ class SideEffects:
                 if write.before is not _MISSING:
                     write.target[write.name] = write.before
             elif write.before is _MISSING:
+                assert write.name is not None  # an attribute write has a name
                 if hasattr(write.target, write.name):
                     delattr(write.target, write.name)
             else:
+                assert write.name is not None
                 setattr(write.target, write.name, write.before)
 
     def build(self, adopt: Callable[[torch.Tensor], Proxy]) -> tuple[Epilogue | None, list]:
@@ -205,11 +207,13 @@ class _EpilogueWriter:
         return self.builder.finish(), self.values
 
     def _target(self, write: _Write) -> str:
+        assert write.source is not None  # only writes to objects read from outside are recorded
         return self.builder.fetch(write.source)
 
     def _attribute(self, write: _Write) -> None:
         target = self._target(write)
         name = write.name
+        assert name is not None
         spelled = f"{target}.{name}" if name.isidentifier() and name.isascii() else None
         final = _attribute_state(write.target, name)
         if final is _MISSING:
@@ -267,8 +271,10 @@ class _EpilogueWriter:
         if type(value) in _BUILT_TYPES or type(value) is torch.Size or _is_named_tuple(value):
             return self._built_container(value)
         write = self._write
-        where = f"{write.source.describe()}.{write.name}" if write.kind == "attribute" else (
-            f"global {write.name}" if write.kind == "global" else f"{write.source.describe()} ({write.operation})"
+        assert write is not None  # set by write() for each recorded write
+        place = write.source.describe() if write.source is not None else "?"
+        where = f"{place}.{write.name}" if write.kind == "attribute" else (
+            f"global {write.name}" if write.kind == "global" else f"{place} ({write.operation})"
         )  # fmt: skip
         raise UnreplayableSideEffectError(
             f"the compiled function writes a {type(value).__module__}.{type(value).__qualname__} object it created "

@@ -70,4 +70,4 @@ def _add_note(exc: BaseException, note: str) -> None:
     if hasattr(exc, "add_note"):
         exc.add_note(note)
         return
-    exc.__notes__ = [*getattr(exc, "__notes__", ()), note]  # type: ignore[attr-defined]
+    exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
