@@ -1,16 +1,9 @@
 #!/usr/bin/env bash
-# The GPU-machine checks of a session that touched CUDA paths, logs under $OUT (see gpu_run.sh for
-# how the packages and nvFuser run there): the CUDA tests, then benchmarks/inference.py.
+# The GPU-machine checks of a session that touched CUDA paths, logs under $OUT (see /work/.library/device):
+# the CUDA tests, then benchmarks/inference.py.
 #     bash benchmarks/gpu_checks.sh [inference models, default tinyllama]
 set -u
-OUT=${OUT:-/tmp/thunder-gpu}
-mkdir -p "$OUT"
-SITE=$(mktemp -d)
-if [ -f .nvf/nvfuser_torch211_site.tar.xz ]; then
-  python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='fully_trusted')" .nvf/nvfuser_torch211_site.tar.xz "$SITE"
-fi
-export PYTHONPATH=$SITE:packages/thunder-core/src:packages/thunder-interpreter/src:packages/thunder-executors/src:packages/thunder-dynamo/src:src
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$OUT/gpu.txt"
+source benchmarks/gpu_env.sh
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   timeout 260 python3 -m pytest -q -p no:xdist -p no:cacheprovider -rs \
     tests/integration/test_cuda_graphs.py tests/integration/test_random.py \

@@ -1,16 +1,7 @@
 #!/usr/bin/env bash
 # One GPU-machine session's checks and benchmarks, logs under $OUT (see /work/.library/device).
-# The GPU machine has no hatchling: the packages run from their src folders; nvFuser comes from the
-# tarball that ../shared/nvfuser/build.sh writes to .nvf/ (carry it), as NVFUSER.md describes.
 set -u
-OUT=${OUT:-/tmp/thunder-gpu}
-mkdir -p "$OUT"
-SITE=$(mktemp -d)
-if [ -f .nvf/nvfuser_torch211_site.tar.xz ]; then
-  python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='fully_trusted')" .nvf/nvfuser_torch211_site.tar.xz "$SITE"
-fi
-export PYTHONPATH=$SITE:packages/thunder-core/src:packages/thunder-interpreter/src:packages/thunder-executors/src:packages/thunder-dynamo/src:src
-nvidia-smi --query-gpu=name --format=csv,noheader | tee "$OUT/gpu.txt"
+source benchmarks/gpu_env.sh
 timeout 240 python3 -m pytest packages/thunder-executors/tests/test_triton.py packages/thunder-executors/tests/test_nvfuser.py \
   packages/thunder-executors/tests/test_fusion_training.py -q -p no:xdist -p no:cacheprovider -m "slow or not slow" -rs \
   > "$OUT/fusion_tests.log" 2>&1
