@@ -141,14 +141,3 @@ def test_missing_gradient_rule_is_a_clear_error() -> None:
         trace.record(BoundSymbol(RETURN, (out,)))
     with pytest.raises(NoGradientRuleError, match="prims.no_rule_op"):
         split_forward_backward(trace)
-
-
-def test_outputs_without_a_gradient_path_do_not_require_grad_as_in_eager() -> None:
-    x, y = torch.randn(3, requires_grad=True), torch.randn(3)
-
-    def fn(x: torch.Tensor, y: torch.Tensor) -> tuple:
-        return x * 2, y * 2, torch.native_layer_norm(x.reshape(1, 3), (3,), None, None, 1e-5), x.argmax()
-
-    expected, actual = fn(x, y), thunder.jit(fn)(x, y)
-    flat = lambda out: [out[0], out[1], *out[2], out[3]]  # noqa: E731
-    assert [t.requires_grad for t in flat(actual)] == [t.requires_grad for t in flat(expected)]

@@ -42,15 +42,13 @@ class ThunderFunction(torch.autograd.Function):
         ctx.save_for_backward(*(saved[i] for i in tracked))
         ctx.tracked_positions = tracked
         tracked_set = set(tracked)
-        ctx.untracked = {
-            i: s for i, s in enumerate(saved) if i not in tracked_set
-        }  # tensors and Python numbers
-        # outputs with no gradient path from an input that requires one (integer results, detached
-        # statistics like native_layer_norm's mean and rstd, values computed from other inputs) do
-        # not require grad, as in eager mode
-        differentiable = set(pair.cotangent_outputs)
+        ctx.untracked = {i: s for i, s in enumerate(saved) if i not in tracked_set}  # tensors and Python numbers
         ctx.mark_non_differentiable(
-            *(t for i, t in enumerate(flat_output) if isinstance(t, torch.Tensor) and i not in differentiable)
+            *(
+                t
+                for t in flat_output
+                if isinstance(t, torch.Tensor) and not (t.is_floating_point() or t.is_complex())
+            )
         )
         # autograd.Function returns a flat tuple; Python values among the outputs travel as they are.
         return tuple(flat_output)
