@@ -141,3 +141,14 @@ def test_missing_gradient_rule_is_a_clear_error() -> None:
         trace.record(BoundSymbol(RETURN, (out,)))
     with pytest.raises(NoGradientRuleError, match="prims.no_rule_op"):
         split_forward_backward(trace)
+
+
+def test_outputs_eager_returns_without_requires_grad_are_so_here_too() -> None:
+    x, y = torch.randn(3, requires_grad=True), torch.randn(3)
+
+    def fn(x: torch.Tensor, y: torch.Tensor) -> list:
+        mean_and_rstd = torch.native_layer_norm(x.reshape(1, 3), (3,), None, None, 1e-5)
+        return [x * 2, y * 2, *mean_and_rstd, x.detach() * 3, x.argmax(), torch.fill(x, 1.0)]
+
+    expected, actual = fn(x, y), thunder.jit(fn)(x, y)
+    assert [t.requires_grad for t in actual] == [t.requires_grad for t in expected]

@@ -44,7 +44,6 @@ RANDOM_OPS = frozenset(
 # OpInfos whose gradients differ from eager for a reason outside the gradient rules: the reason.
 # They run as strict xfails, so a fix shows up as an unexpected pass.
 KNOWN_FAILURES: dict[str, str] = {
-    "native_layer_norm": "mean/rstd are detached, but ThunderFunction marks only non-float outputs non-differentiable",
     "index_reduce": "gradient of reduce='prod' raises a clear NotImplementedError",
     "scatter_reduce": "gradient of reduce='prod' raises a clear NotImplementedError",
 }
@@ -186,7 +185,6 @@ def test_gradients_all_samples(opinfo: OpInfo, symbol: Symbol) -> None:
 # OpInfos (by id) whose reused function differs from eager for a reason outside the guards: the
 # reason. Strict xfails.
 REUSED_KNOWN_FAILURES: dict[str, str] = {
-    "native_layer_norm": KNOWN_FAILURES["native_layer_norm"],
     "index_reduce.prod": KNOWN_FAILURES["index_reduce"],
     "scatter_reduce.prod": KNOWN_FAILURES["scatter_reduce"],
 }

@@ -42,12 +42,18 @@ class ThunderFunction(torch.autograd.Function):
         ctx.save_for_backward(*(saved[i] for i in tracked))
         ctx.tracked_positions = tracked
         tracked_set = set(tracked)
-        ctx.untracked = {i: s for i, s in enumerate(saved) if i not in tracked_set}  # tensors and Python numbers
+        ctx.untracked = {
+            i: s for i, s in enumerate(saved) if i not in tracked_set
+        }  # tensors and Python numbers
+        # integer outputs, and float outputs eager returns without requires_grad (a detached
+        # statistic, a value computed only from inputs that do not require grad)
+        detached = pair.detached_outputs
         ctx.mark_non_differentiable(
             *(
                 t
-                for t in flat_output
-                if isinstance(t, torch.Tensor) and not (t.is_floating_point() or t.is_complex())
+                for i, t in enumerate(flat_output)
+                if isinstance(t, torch.Tensor)
+                and (not (t.is_floating_point() or t.is_complex()) or i in detached)
             )
         )
         # autograd.Function returns a flat tuple; Python values among the outputs travel as they are.
@@ -87,8 +93,9 @@ def _keeps_graph() -> bool:
 
 class _CompiledPair:
     def __init__(self, forward: Callable, backward: Callable, cotangent_outputs: list[int],
-                 saved_inputs_and_outputs: frozenset[int]) -> None:  # fmt: skip
+                 saved_inputs_and_outputs: frozenset[int], detached_outputs: frozenset[int]) -> None:  # fmt: skip
         self.forward = forward
+        self.detached_outputs = detached_outputs  # float outputs eager returns without requires_grad
         self.backward = backward
         self.cotangent_outputs = cotangent_outputs  # flat output positions the backward takes gradients of
         self.saved_inputs_and_outputs = saved_inputs_and_outputs  # saved positions that are inputs or outputs
@@ -96,13 +103,14 @@ class _CompiledPair:
 
 
 def differentiable_callable(forward: Callable, backward: Callable, cotangent_outputs: list[int],
-                            saved_inputs_and_outputs: frozenset[int]) -> Callable:  # fmt: skip
+                            saved_inputs_and_outputs: frozenset[int],
+                            detached_outputs: frozenset[int] = frozenset()) -> Callable:  # fmt: skip
     """A function of the computation's inputs that runs ``forward`` under a ``ThunderFunction``.
 
     ``saved_inputs_and_outputs``: positions among the saved values of inputs and outputs of the
     forward, which go through ``save_for_backward``.
     """
-    pair = _CompiledPair(forward, backward, cotangent_outputs, saved_inputs_and_outputs)
+    pair = _CompiledPair(forward, backward, cotangent_outputs, saved_inputs_and_outputs, detached_outputs)
 
     def run(*inputs: Any) -> Any:
         flat_output = ThunderFunction.apply(pair, *inputs)

@@ -186,7 +186,13 @@ def compile_with_autograd(
     if graphs:
         backward = _taking_argument_list(with_cuda_graphs(backward, graphs, "backward"))
     forward = with_cuda_graphs(forward_traces[-1].python_callable(), graphs, "forward", forward_traces[-1])
-    run = differentiable_callable(forward, backward, split.cotangent_outputs, _saved_inputs_and_outputs(split))
+    run = differentiable_callable(
+        forward,
+        backward,
+        split.cotangent_outputs,
+        _saved_inputs_and_outputs(split),
+        frozenset(split.detached_outputs),
+    )
     return run, forward_traces, backward_traces
 
 
@@ -286,7 +292,6 @@ class JittedFunction:
         if data.cache_option != "no caching":
             self._add(entry)
         return entry
-
 
     def _show(self, entry: CacheEntry) -> None:
         stats = self._compile_stats

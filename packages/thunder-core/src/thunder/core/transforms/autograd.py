@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from thunder.core import prims
@@ -40,6 +40,8 @@ class ForwardBackward:
     backward: Trace  # takes (*saved, *cotangents), returns one gradient per forward input
     saved: list[TensorProxy]
     cotangent_outputs: list[int]  # positions in the flat output whose cotangents the backward takes
+    # positions of float outputs that do not require grad in eager mode (see ``detached_outputs``)
+    detached_outputs: list[int] = field(default_factory=list)
 
 
 def split_forward_backward(computation: Trace) -> ForwardBackward:
@@ -85,7 +87,43 @@ def split_forward_backward(computation: Trace) -> ForwardBackward:
     forward.bound_symbols.append(BoundSymbol(RETURN, ((output, tuple(saved)),)))
     forward = dce(forward)
     forward.header = f"Forward: saves {len(saved)} tensors ({saved_bytes(saved)} bytes) for the backward"
-    return ForwardBackward(forward, backward, saved, cotangent_outputs)
+    return ForwardBackward(forward, backward, saved, cotangent_outputs, detached_outputs(computation))
+
+
+def detached_outputs(computation: Trace) -> list[int]:
+    """Positions of the flat output that eager mode returns with ``requires_grad=False``.
+
+    Eager's rule, not the gradient's: an output requires grad when any op on its way reads a tensor
+    that does, even where the gradient is zero (``fill``, an empty ``gather``), unless a ``detach``
+    made it (``native_layer_norm``'s mean and rstd are detached inside its decomposition).
+    """
+    requiring = {p.name for p in computation.args if isinstance(p, TensorProxy) and p.requires_grad}
+    for bound_symbol in computation.bound_symbols:
+        if bound_symbol.symbol in (RETURN, DEL) or "stop_gradient" in bound_symbol.symbol.tags:
+            continue
+        if any(p.name in requiring for p in bound_symbol.proxy_args()):
+            stopped = _stopped_names(bound_symbol.subsymbols)
+            requiring.update(
+                p.name
+                for p in bound_symbol.proxy_outputs()
+                if isinstance(p, TensorProxy) and p.name not in stopped
+            )
+    flat_output, _ = tree_flatten(computation.output)
+    return [
+        position
+        for position, value in enumerate(flat_output)
+        if isinstance(value, TensorProxy) and _differentiable_dtype(value) and value.name not in requiring
+    ]
+
+
+def _stopped_names(bound_symbols: Sequence[BoundSymbol]) -> set[str]:
+    """Names a ``detach`` (anywhere in a decomposition) produced."""
+    names: set[str] = set()
+    for bound_symbol in bound_symbols:
+        if "stop_gradient" in bound_symbol.symbol.tags:
+            names.update(p.name for p in bound_symbol.proxy_outputs())
+        names |= _stopped_names(bound_symbol.subsymbols)
+    return names
 
 
 def saved_bytes(saved: Sequence[Any]) -> int:

@@ -73,7 +73,7 @@ def rematerialize(split: ForwardBackward) -> ForwardBackward:
         f"Forward: saves {len(saved)} tensors ({saved_bytes(saved)} bytes) for the backward "
         f"(before rematerialization: {len(split.saved)} tensors, {saved_bytes(split.saved)} bytes)"
     )
-    return ForwardBackward(forward, backward, saved, split.cotangent_outputs)
+    return ForwardBackward(forward, backward, saved, split.cotangent_outputs, split.detached_outputs)
 
 
 def _min_cut(
