@@ -148,7 +148,8 @@ def test_outputs_eager_returns_without_requires_grad_are_so_here_too() -> None:
 
     def fn(x: torch.Tensor, y: torch.Tensor) -> list:
         mean_and_rstd = torch.native_layer_norm(x.reshape(1, 3), (3,), None, None, 1e-5)
-        return [x * 2, y * 2, *mean_and_rstd, x.detach() * 3, x.argmax(), torch.fill(x, 1.0)]
+        factories = [torch.zeros_like(x), torch.full_like(x, 2.0), x.new_ones(2), torch.rand_like(x)]
+        return [x * 2, y * 2, *mean_and_rstd, x.detach() * 3, x.argmax(), torch.fill(x, 1.0), *factories]
 
     expected, actual = fn(x, y), thunder.jit(fn)(x, y)
     assert [t.requires_grad for t in actual] == [t.requires_grad for t in expected]

@@ -35,6 +35,11 @@ def _device(device: Any) -> devices.Device:
     return devices.to_device(device if device is not None else "cpu")
 
 
+# Factories that read only their tensor argument's metadata (``zeros_like(x)``): the result is new
+# data, which eager returns without requires_grad whatever ``x`` requires (transforms/autograd.py).
+READS_METADATA = frozenset({"reads_metadata"})
+
+
 @torchsymbol(torch.full)
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None, layout: Any = None,
          requires_grad: bool = False, pin_memory: bool = False) -> TensorProxy:  # fmt: skip
@@ -53,12 +58,12 @@ def ones(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, 
     return prims.full(_shape(size), 1, device=_device(device), dtype=_dtype(dtype))
 
 
-@torchsymbol(torch.zeros_like)
+@torchsymbol(torch.zeros_like, tags=READS_METADATA)
 def zeros_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
     return prims.full(a.shape, 0, device=_device(device or a.device), dtype=dtypes.to_dtype(dtype or a.dtype))
 
 
-@torchsymbol(torch.ones_like)
+@torchsymbol(torch.ones_like, tags=READS_METADATA)
 def ones_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
     return prims.full(a.shape, 1, device=_device(device or a.device), dtype=dtypes.to_dtype(dtype or a.dtype))
 
@@ -74,7 +79,7 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None,
     return prims.full(_shape(size), 0, device=_device(device), dtype=_dtype(dtype))
 
 
-@torchsymbol(torch.full_like)
+@torchsymbol(torch.full_like, tags=READS_METADATA)
 def full_like(a: TensorProxy, fill_value: Any, *, dtype: Any = None, device: Any = None,
               **unused: Any) -> TensorProxy:  # fmt: skip
     dtype_, device_ = _like(a, dtype, device)
@@ -89,7 +94,7 @@ def _cast(value: Any, dtype: dtypes.dtype) -> Any:
     return value
 
 
-@torchsymbol(torch.empty_like)
+@torchsymbol(torch.empty_like, tags=READS_METADATA)
 def empty_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
     dtype_, device_ = _like(a, dtype, device)
     return prims.full(a.shape, 0, device=device_, dtype=dtype_)
@@ -104,7 +109,7 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = No
     return prims.full(tuple(size), 0, device=_device(device), dtype=_dtype(dtype))
 
 
-@torchsymbol(torch.Tensor.new_empty_strided, method="new_empty_strided")
+@torchsymbol(torch.Tensor.new_empty_strided, method="new_empty_strided", tags=READS_METADATA)
 def new_empty_strided(a: TensorProxy, size: Sequence[int], stride: Sequence[int], *, dtype: Any = None,
                       device: Any = None, **unused: Any) -> TensorProxy:  # fmt: skip
     dtype_, device_ = _like(a, dtype, device)
@@ -126,7 +131,7 @@ def _new_factory(name: str, fill: Any) -> Any:
         return prims.full(_shape(size), _cast(fill, dtype_), device=device_, dtype=dtype_)
 
     op.__name__ = name
-    return torchsymbol(getattr(torch.Tensor, name), method=name)(op)
+    return torchsymbol(getattr(torch.Tensor, name), method=name, tags=READS_METADATA)(op)
 
 
 new_zeros = _new_factory("new_zeros", 0)
@@ -134,7 +139,7 @@ new_ones = _new_factory("new_ones", 1)
 new_empty = _new_factory("new_empty", 0)
 
 
-@torchsymbol(torch.Tensor.new_full, method="new_full")
+@torchsymbol(torch.Tensor.new_full, method="new_full", tags=READS_METADATA)
 def new_full(a: TensorProxy, size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
              **unused: Any) -> TensorProxy:  # fmt: skip
     dtype_, device_ = _like(a, dtype, device)

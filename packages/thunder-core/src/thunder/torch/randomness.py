@@ -24,7 +24,7 @@ from thunder.core import dtypes, prims
 from thunder.core.gradients import register_vjp
 from thunder.core.prims.core import _zero_gradient
 from thunder.core.proxies import TensorProxy
-from thunder.torch.creation import _device, _dtype, _like, _shape
+from thunder.torch.creation import READS_METADATA, _device, _dtype, _like, _shape
 from thunder.torch.registry import torchsymbol
 
 __all__ = [
@@ -38,23 +38,27 @@ RANDOM = frozenset({"random"})
 @torchsymbol(torch.rand, tags=RANDOM)
 def rand(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
          pin_memory: bool = False, generator: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
-    return prims.uniform(_shape(size), 0.0, 1.0, device=_device(device), dtype=_dtype(dtype), generator=generator)
+    return prims.uniform(
+        _shape(size), 0.0, 1.0, device=_device(device), dtype=_dtype(dtype), generator=generator
+    )
 
 
 @torchsymbol(torch.randn, tags=RANDOM)
 def randn(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
           pin_memory: bool = False, generator: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
-    return prims.normal(_shape(size), 0.0, 1.0, device=_device(device), dtype=_dtype(dtype), generator=generator)
+    return prims.normal(
+        _shape(size), 0.0, 1.0, device=_device(device), dtype=_dtype(dtype), generator=generator
+    )
 
 
-@torchsymbol(torch.rand_like, tags=RANDOM)
+@torchsymbol(torch.rand_like, tags=RANDOM | READS_METADATA)
 def rand_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, generator: Any = None,
               **unused: Any) -> TensorProxy:  # fmt: skip
     dtype_, device_ = _like(a, dtype, device)
     return prims.uniform(a.shape, 0.0, 1.0, device=device_, dtype=dtype_, generator=generator)
 
 
-@torchsymbol(torch.randn_like, tags=RANDOM)
+@torchsymbol(torch.randn_like, tags=RANDOM | READS_METADATA)
 def randn_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, generator: Any = None,
                **unused: Any) -> TensorProxy:  # fmt: skip
     dtype_, device_ = _like(a, dtype, device)
@@ -70,7 +74,7 @@ def randint(*args: Any, dtype: Any = None, device: Any = None, layout: Any = Non
     return prims.randint(tuple(size), low, high, device=_device(device), dtype=dtype_, generator=generator)
 
 
-@torchsymbol(torch.randint_like, tags=RANDOM)
+@torchsymbol(torch.randint_like, tags=RANDOM | READS_METADATA)
 def randint_like(a: TensorProxy, low: int, high: int | None = None, *, dtype: Any = None, device: Any = None,
                  generator: Any = None, **unused: Any) -> TensorProxy:  # fmt: skip
     low, high = (0, low) if high is None else (low, high)

@@ -95,11 +95,13 @@ def detached_outputs(computation: Trace) -> list[int]:
 
     Eager's rule, not the gradient's: an output requires grad when any op on its way reads a tensor
     that does, even where the gradient is zero (``fill``, an empty ``gather``), unless a ``detach``
-    made it (``native_layer_norm``'s mean and rstd are detached inside its decomposition).
+    made it (``native_layer_norm``'s mean and rstd are detached inside its decomposition) or a
+    factory that reads only metadata did (``zeros_like(x)``, ``x.new_ones(...)``, ``rand_like(x)``).
     """
     requiring = {p.name for p in computation.args if isinstance(p, TensorProxy) and p.requires_grad}
     for bound_symbol in computation.bound_symbols:
-        if bound_symbol.symbol in (RETURN, DEL) or "stop_gradient" in bound_symbol.symbol.tags:
+        tags = bound_symbol.symbol.tags
+        if bound_symbol.symbol in (RETURN, DEL) or "stop_gradient" in tags or "reads_metadata" in tags:
             continue
         if any(p.name in requiring for p in bound_symbol.proxy_args()):
             stopped = _stopped_names(bound_symbol.subsymbols)
