@@ -32,16 +32,20 @@ def get_yield_from_iter(frame: Any, op: Any) -> None:
         frame.stack[-1] = get_iterator(frame.context, value)
 
 
+def _send_to(context: Any, receiver: Any, value: Any) -> Any:
+    """``next(receiver)`` for None, else ``receiver.send(value)``: one step of ``yield from``/``await``."""
+    if value is None:
+        return next_value(context, receiver)
+    return call(context, receiver.send, (value,), {})
+
+
 @handles("SEND")
 def send(frame: Any, op: Any) -> None:
     stack = frame.stack
     value = stack.pop()
     receiver = stack[-1]
     try:
-        if value is None:
-            result = next_value(frame.context, receiver)
-        else:
-            result = call(frame.context, receiver.send, (value,), {})
+        result = _send_to(frame.context, receiver, value)
     except StopIteration as stop:
         if VERSION >= (3, 12):  # END_SEND at the target pops the receiver
             stack.append(stop.value)
@@ -60,10 +64,7 @@ def yield_from_310(frame: Any, op: Any) -> Any:
     value = stack.pop()
     receiver = stack[-1]
     try:
-        if value is None:
-            result = next_value(frame.context, receiver)
-        else:
-            result = call(frame.context, receiver.send, (value,), {})
+        result = _send_to(frame.context, receiver, value)
     except StopIteration as stop:
         stack[-1] = stop.value
         return None
