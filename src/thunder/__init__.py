@@ -71,7 +71,9 @@ def jit(
     """Just-in-time compile a callable (function or model).
 
     Args:
-        fn: a function or a ``torch.nn.Module``.
+        fn: a function or a ``torch.nn.Module``. A function or module ``thunder.jit`` already
+            compiled is compiled again from its original, with its options updated by the ones
+            given here; with no option that changes anything, ``fn`` itself is returned.
         executors: executors (names or objects) in priority order; the defaults follow them.
         cache: ``"constant values"`` (default: Python values the program reads are checked on
             every call and a change recompiles), ``"symbolic values"`` (Python ints and floats are
@@ -91,6 +93,12 @@ def jit(
             instead of one per kernel, for launch-bound programs; inputs other than parameters are
             copied into the graph's buffers and outputs out of them (``thunder.core.cuda_graphs``).
 
+    The options are declared, each with its documentation, in ``thunder.core.options.COMPILE_OPTIONS``.
+
+    Raises:
+        TypeError: ``fn`` is not callable, or an option is unknown (the message lists the valid ones).
+        ValueError: an option's value is impossible (an unknown ``cache`` or executor name, ...).
+
     Returns:
         For a module, a ``ThunderModule`` sharing the module's parameters and buffers; for a
         function, a callable with the same signature.
@@ -103,17 +111,8 @@ def jit(
         print(thunder.last_traces(jmodel)[-1])
     """
     check_python_version()  # refused here, not at the first call, on a Python the interpreter does not know
-    jitted = _pipeline.jit(
-        fn,
-        frontend=interpreter_frontend,
-        executors=executors,
-        cache=cache or "constant values",
-        transforms=transforms or (),
-        **compile_options,
-    )
-    if isinstance(fn, _pytorch.nn.Module):
-        return ThunderModule(fn, jitted)
-    return jitted
+    given = _given_options(executors=executors, cache=cache, transforms=transforms, **compile_options)
+    return _jit(fn, given, pair_last_traces=False)
 
 
 def compile(fn: Callable, **options: Any) -> Any:  # noqa: A001 -- the name the MNIST tutorial uses
@@ -123,8 +122,33 @@ def compile(fn: Callable, **options: Any) -> Any:  # noqa: A001 -- the name the 
     written: after a compile that built a backward, ``last_traces`` returns the pair
     ``[forward_traces, backward_traces]`` instead of the forward traces alone.
     """
-    jitted = jit(fn, **options)
-    compile_data(jitted).pair_last_traces = True
+    check_python_version()
+    return _jit(fn, _given_options(**options), pair_last_traces=True)
+
+
+def _given_options(**options: Any) -> dict[str, Any]:
+    """The options given; ``None`` for executors, cache or transforms means "the default", as if not given."""
+    defaults = ("executors", "cache", "transforms")
+    return {name: value for name, value in options.items() if not (name in defaults and value is None)}
+
+
+def _jit(fn: Callable, given: dict[str, Any], pair_last_traces: bool) -> Any:
+    """``thunder.jit`` and ``thunder.compile``.
+
+    Jitting a jitted function or ThunderModule compiles its original callable again, with the
+    options it was compiled with updated by the ones given now; when that changes nothing, the
+    compiled object itself is returned (its cache and statistics stay shared).
+    """
+    previous = _pipeline.compiled_by_thunder(fn)
+    if previous is not None:
+        given = {**_pipeline.jit_arguments(previous), **given}
+        compiled, fn = fn, previous.fn
+    jitted = _pipeline.jit(fn, frontend=interpreter_frontend, **{"cache": "constant values", **given})
+    compile_data(jitted).pair_last_traces = pair_last_traces
+    if previous is not None and _pipeline.same_configuration(previous, compile_data(jitted)):
+        return compiled
+    if isinstance(fn, _pytorch.nn.Module):
+        return ThunderModule(fn, jitted)
     return jitted
 
 

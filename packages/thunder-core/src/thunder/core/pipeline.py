@@ -29,6 +29,7 @@ from thunder.core.cuda_graphs import with_cuda_graphs
 from thunder.core.diagnostics import instrumented_compile
 from thunder.core.epilogue import Epilogue
 from thunder.core.executor import Executor, resolve_executors
+from thunder.core.options import CACHE_OPTIONS, check_callable, check_compile_options
 from thunder.core.prologue import GuardFailure
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
@@ -51,9 +52,11 @@ __all__ = [
     "compile_computation",
     "compile_data",
     "compile_stats",
+    "compiled_by_thunder",
+    "jit_arguments",
+    "same_configuration",
 ]
 
-CACHE_OPTIONS = ("constant values", "symbolic values", "no caching")
 # Cache entries kept per jitted function; the least recently used is evicted past it (README.md).
 DEFAULT_CACHE_SIZE = 32
 # Compiles never overlap: the frontend, transforms and executors keep state of their own. Reentrant,
@@ -362,11 +365,16 @@ def jit(
     cache_size: int | None = DEFAULT_CACHE_SIZE,
     **options: Any,
 ) -> JittedFunction:
-    """Compile ``fn`` with ``frontend``; see ``thunder.jit`` for the user-facing description."""
-    if cache not in CACHE_OPTIONS:
-        raise ValueError(f"unknown cache option {cache!r}; choose one of {CACHE_OPTIONS}")
-    if cache_size is not None and (type(cache_size) is not int or cache_size < 1):
-        raise ValueError(f"cache_size must be a positive int or None (no bound), not {cache_size!r}")
+    """Compile ``fn`` with ``frontend``; see ``thunder.jit`` for the user-facing description.
+
+    Options are checked against ``thunder.core.options.COMPILE_OPTIONS`` here, before anything runs.
+    """
+    check_callable(fn)
+    check_compile_options(
+        {"executors": executors, "cache": cache, "transforms": transforms, "cache_size": cache_size, **options}
+    )
+    if cache is None:  # checked above: None is the default
+        cache = CACHE_OPTIONS[0]
     from thunder.distributed.wrappers import reject_torch_wrappers  # lazily: torch.distributed is big
 
     reject_torch_wrappers(fn)
@@ -376,11 +384,46 @@ def jit(
         executors=resolve_executors(executors),
         cache_option=cache,
         # a module prepared by thunder.distributed carries its compile transforms (core/compile_transform.py)
-        transforms=[*transforms, *getattr(fn, MODULE_ATTRIBUTE, ())],
+        transforms=[*(transforms or ()), *getattr(fn, MODULE_ATTRIBUTE, ())],
         options=dict(options),
         cache_size=cache_size,
     )
     return JittedFunction(data)
+
+
+def compiled_by_thunder(fn: Any) -> CompileData | None:
+    """The compile data of ``fn`` when it is a function or module from ``thunder.jit``, else None."""
+    jitted = fn if isinstance(fn, JittedFunction) else getattr(fn, "_thunder_jitted", None)
+    return jitted._compile_data if isinstance(jitted, JittedFunction) else None
+
+
+def jit_arguments(data: CompileData) -> dict[str, Any]:
+    """The options that compile ``data.fn`` again as ``data`` says: ``jit(data.fn, **jit_arguments(data))``."""
+    own_transforms = len(data.transforms) - len(getattr(data.fn, MODULE_ATTRIBUTE, ()))
+    return {
+        "executors": list(data.executors),  # already resolved: resolving them again changes nothing
+        "cache": data.cache_option,
+        "transforms": data.transforms[:own_transforms],  # jit adds the module's own again
+        "cache_size": data.cache_size,
+        **data.options,
+    }
+
+
+def same_configuration(first: CompileData, second: CompileData) -> bool:
+    """Whether two compile data compile the same callable with the same frontend and options."""
+    try:
+        return bool(
+            first.fn is second.fn
+            and first.frontend is second.frontend
+            and first.executors == second.executors
+            and first.cache_option == second.cache_option
+            and first.transforms == second.transforms
+            and first.cache_size == second.cache_size
+            and first.pair_last_traces == second.pair_last_traces
+            and first.options == second.options
+        )
+    except Exception:  # an option value without a usable ``==`` (a tensor): count it as different
+        return False
 
 
 def _jitted(fn: Any) -> JittedFunction:

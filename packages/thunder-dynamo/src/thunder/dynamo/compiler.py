@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from thunder.core.executor import resolve_executors
+from thunder.core.options import check_compile_options
 from thunder.dynamo.pieces import inductor_piece, thunder_piece
 from thunder.dynamo.reasons import (
     CompiledFunction,
@@ -60,6 +61,7 @@ class ThunderCompiler:
     """
 
     def __init__(self, *, torch_inductor_options: dict[str, Any] | None = None, **thunder_options: Any):
+        check_compile_options(thunder_options, caller="ThunderCompiler")  # at once, not at the first graph
         self.thunder_options = dict(thunder_options)
         self.torch_inductor_options = dict(torch_inductor_options or {})
         self.subgraph_infos: list[SubgraphInfo] = []

@@ -1,0 +1,170 @@
+"""First contact (issue 27): mistakes a new user makes are caught at once and explained.
+
+Wrong arguments of ``thunder.jit``, jitting a jitted function or module, ``py.typed`` in every
+distribution, the execution trace's first line, and Python side effects that run only while tracing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+import pytest
+
+import thunder
+from thunder.core.options import COMPILE_OPTIONS
+
+
+def _fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return (x @ w).tanh().sum()
+
+
+# --- arguments of thunder.jit are checked when it is called ---------------------------------------------
+
+
+@pytest.mark.parametrize("not_callable", [42, "fn", None, [1, 2]])
+def test_jit_of_something_not_callable_is_a_type_error_at_once(not_callable: object) -> None:
+    with pytest.raises(TypeError, match=f"not {type(not_callable).__name__}"):
+        thunder.jit(not_callable)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        thunder.compile(not_callable)  # type: ignore[arg-type]
+
+
+def test_an_unknown_option_is_a_type_error_naming_it_and_the_valid_ones() -> None:
+    with pytest.raises(TypeError, match="unknown option 'some_bogus_option'") as error:
+        thunder.jit(_fn, some_bogus_option=3)
+    for name in COMPILE_OPTIONS:
+        assert name in str(error.value)
+    with pytest.raises(TypeError, match="did you mean 'fallback'"):
+        thunder.jit(_fn, falback=False)
+    with pytest.raises(TypeError, match="unknown option"):
+        thunder.compile(_fn, some_bogus_option=3)
+
+
+def test_every_option_the_pipeline_reads_is_declared() -> None:
+    """An option read anywhere (``options.get("x")``, ``used_options.add("x")``) must be in the table,
+    or checking options would reject it."""
+    root = Path(__file__).resolve().parents[2]
+    read = re.compile(r"""(?:options\.get\(|used_options\.add\(|used_options\.update\(\{)\s*["']([a-z_]+)["']""")
+    found = {
+        match.group(1)
+        for source in root.glob("packages/*/src/thunder/**/*.py")
+        for match in read.finditer(source.read_text(encoding="utf-8"))
+    }
+    assert {"fallback", "cuda_graphs", "save_traces", "progress_threshold"} <= found
+    assert found <= set(COMPILE_OPTIONS), found - set(COMPILE_OPTIONS)
+    for name, option in COMPILE_OPTIONS.items():
+        assert option.name == name and option.doc
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "expected"),
+    [
+        ("cache", "sometimes", "'constant values', 'symbolic values', 'no caching'"),
+        ("cache_size", 0, "positive int"),
+        ("fallback", "no", "True or False"),
+        ("cuda_graphs", 1, "True or False"),
+        ("progress_threshold", -1, "seconds >= 0"),
+        ("save_traces", 3, "folder"),
+        ("transforms", [3], "callables"),
+    ],
+)
+def test_an_impossible_value_is_a_value_error_saying_what_is_expected(
+    option: str, value: object, expected: str
+) -> None:
+    with pytest.raises(ValueError, match=f"{option}=") as error:
+        thunder.jit(_fn, **{option: value})
+    assert expected in str(error.value)
+
+
+def test_an_unknown_executor_name_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="nvfuzer") as error:
+        thunder.jit(_fn, executors=["nvfuzer"])
+    assert "torch" in str(error.value)
+
+
+def test_valid_options_are_accepted(tmp_path) -> None:
+    jitted = thunder.jit(
+        _fn, executors=["torch"], cache="no caching", cache_size=4, fallback=True, cuda_graphs=False,
+        save_traces=tmp_path, progress_threshold=10,
+    )  # fmt: skip
+    x, w = torch.randn(3, 4), torch.randn(4, 2)
+    torch.testing.assert_close(jitted(x, w), _fn(x, w))
+
+
+def test_thunder_compiler_checks_its_thunder_options_at_once() -> None:
+    from thunder.dynamo import ThunderCompiler
+
+    with pytest.raises(TypeError, match="ThunderCompiler\\(\\) got an unknown option 'bogus'"):
+        ThunderCompiler(bogus=1)
+    with pytest.raises(ValueError, match="cache="):
+        ThunderCompiler(cache="sometimes")
+    assert ThunderCompiler(cache="no caching", torch_inductor_options={}).thunder_options == {
+        "cache": "no caching"
+    }
+
+
+# --- jitting what thunder.jit returned -------------------------------------------------------------------
+
+
+def _inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(3, 4, requires_grad=True), torch.randn(4, 2, requires_grad=True)
+
+
+def _gradients_match_eager(compiled, eager, *inputs: torch.Tensor) -> None:
+    expected = eager(*inputs)
+    expected_grads = torch.autograd.grad(expected, inputs)
+    actual = compiled(*inputs)
+    actual_grads = torch.autograd.grad(actual, inputs)
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(actual_grads, expected_grads)
+
+
+def test_jit_of_a_jitted_function_without_new_options_is_the_same_object() -> None:
+    jitted = thunder.jit(_fn, fallback=False)
+    again = thunder.jit(jitted)
+    assert again is jitted
+    assert thunder.jit(jitted, fallback=False) is jitted  # the options it has already
+    _gradients_match_eager(again, _fn, *_inputs())
+    assert thunder.cache_misses(jitted) == 1
+
+
+def test_jit_of_a_jitted_function_with_new_options_compiles_the_original() -> None:
+    jitted = thunder.jit(_fn, fallback=False)
+    again = thunder.jit(jitted, cache="no caching")
+    assert again is not jitted
+    data = thunder.compile_data(again)
+    assert data.fn is _fn  # the original, not the jitted function
+    assert data.cache_option == "no caching" and data.options == {"fallback": False}  # old ones kept
+    _gradients_match_eager(again, _fn, *_inputs())
+    _gradients_match_eager(again, _fn, *_inputs())
+    assert thunder.cache_misses(again) == 2 and thunder.cache_misses(jitted) == 0
+
+
+def test_jit_of_a_thunder_module_forward_and_backward() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
+    jitted = thunder.jit(model)
+    assert thunder.jit(jitted) is jitted
+    again = thunder.jit(jitted, cache="symbolic values")
+    assert isinstance(again, thunder.ThunderModule) and again is not jitted
+    assert thunder.compile_data(again).fn is model
+    assert again.get_parameter("0.weight") is model[0].weight  # parameters shared, not copied
+    x = torch.randn(5, 4)
+    for compiled in (thunder.jit(thunder.jit(model)), again):
+        expected = model(x).sum()
+        expected_grads = torch.autograd.grad(expected, list(model.parameters()))
+        actual = compiled(x).sum()
+        actual_grads = torch.autograd.grad(actual, list(model.parameters()))
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(actual_grads, expected_grads)
+
+
+def test_compile_of_a_jitted_function_keeps_the_jitted_one_unpaired() -> None:
+    jitted = thunder.jit(_fn)
+    compiled = thunder.compile(jitted)
+    assert compiled is not jitted
+    assert thunder.compile_data(compiled).pair_last_traces and not thunder.compile_data(jitted).pair_last_traces
+    assert thunder.compile(compiled) is compiled
+    _gradients_match_eager(compiled, _fn, *_inputs())
