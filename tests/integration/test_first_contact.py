@@ -6,7 +6,10 @@ distribution, the execution trace's first line, and Python side effects that run
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import re
+import zipfile
 from pathlib import Path
 
 import torch
@@ -168,3 +171,47 @@ def test_compile_of_a_jitted_function_keeps_the_jitted_one_unpaired() -> None:
     assert thunder.compile_data(compiled).pair_last_traces and not thunder.compile_data(jitted).pair_last_traces
     assert thunder.compile(compiled) is compiled
     _gradients_match_eager(compiled, _fn, *_inputs())
+
+
+# --- py.typed: type checkers see thunder's annotations -----------------------------------------------------
+
+# Each distribution ships a marker in every package it owns (PEP 561: namespace packages carry it in each
+# portion's subpackage, never in the shared ``thunder/`` which only the meta package owns).
+TYPED_PACKAGES = {
+    ".": ["thunder/py.typed"],
+    "packages/thunder-core": ["thunder/core/py.typed", "thunder/torch/py.typed", "thunder/distributed/py.typed"],
+    "packages/thunder-interpreter": ["thunder/interpreter/py.typed"],
+    "packages/thunder-executors": ["thunder/executors/py.typed"],
+    "packages/thunder-dynamo": ["thunder/dynamo/py.typed"],
+}
+DISTRIBUTIONS = {
+    ".": "thunder",
+    "packages/thunder-core": "thunder-core",
+    "packages/thunder-interpreter": "thunder-interpreter",
+    "packages/thunder-executors": "thunder-executors",
+    "packages/thunder-dynamo": "thunder-dynamo",
+}
+
+
+@pytest.mark.parametrize("project", sorted(TYPED_PACKAGES))
+def test_every_wheel_ships_py_typed(project: str, tmp_path: Path) -> None:
+    wheel_builder = pytest.importorskip("hatchling.builders.wheel", reason="hatchling builds the wheels")
+    root = Path(__file__).resolve().parents[2] / project
+    (wheel,) = wheel_builder.WheelBuilder(str(root)).build(directory=str(tmp_path), versions=["standard"])
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    assert set(TYPED_PACKAGES[project]) <= names, set(TYPED_PACKAGES[project]) - names
+
+
+@pytest.mark.parametrize("project", sorted(TYPED_PACKAGES))
+def test_installed_distributions_have_py_typed(project: str) -> None:
+    """Installed regularly, the marker is in the distribution's file list; installed editable (the file
+    list holds only a .pth), it is beside the sources the distribution points to."""
+    files = importlib.metadata.files(DISTRIBUTIONS[project]) or []
+    listed = {str(path).replace("\\", "/") for path in files}
+    for marker in TYPED_PACKAGES[project]:
+        if marker in listed:
+            continue
+        package = marker.rpartition("/")[0].replace("/", ".")
+        folders = importlib.import_module(package).__path__
+        assert any((Path(folder) / "py.typed").is_file() for folder in folders), (marker, listed)
