@@ -215,3 +215,23 @@ def test_installed_distributions_have_py_typed(project: str) -> None:
         package = marker.rpartition("/")[0].replace("/", ".")
         folders = importlib.import_module(package).__path__
         assert any((Path(folder) / "py.typed").is_file() for folder in folders), (marker, listed)
+
+
+# --- the execution trace prints as the program that runs -------------------------------------------------
+
+
+def test_execution_traces_start_with_the_program_not_a_pass_name() -> None:
+    jitted = thunder.jit(_fn)
+    x, w = _inputs()
+    jitted(x, w).backward()
+    inference = thunder.jit(_fn)
+    inference(x.detach(), w.detach())
+    executed = [thunder.last_traces(jitted)[-1], thunder.last_backward_traces(jitted)[-1]]
+    executed.append(thunder.last_traces(inference)[-1])
+    for trace in executed:
+        source = str(trace)
+        first_line = source.splitlines()[0]
+        assert first_line.startswith(("import ", "from ")), source  # no "# Delete last used" above it
+        compile(source, "<execution trace>", "exec")  # still a Python program
+    for trace in thunder.last_traces(jitted)[:-1]:  # the passes before it still say which pass made them
+        assert str(trace).startswith(f"# {trace.header.splitlines()[0]}")

@@ -28,7 +28,9 @@ def insert_deletes(trace: Trace) -> Trace:
         for proxy in bound_symbol.proxy_args() + bound_symbol.proxy_outputs():
             if last_use.get(proxy.name) == index and proxy.name not in keep:
                 dying.setdefault(index, {})[proxy.name] = proxy
-    new = from_trace(trace, "Delete last used")
+    # No header: this is the execution trace, the program that runs, and it prints as that program
+    # alone, without a comment naming the last pass as if it were the program's title.
+    new = from_trace(trace)
     for index, bound_symbol in enumerate(trace.bound_symbols):
         new.bound_symbols.append(bound_symbol)
         if dying.get(index):
