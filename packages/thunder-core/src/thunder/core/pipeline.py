@@ -27,6 +27,7 @@ from thunder.core.compile_transform import (
 )
 from thunder.core.cuda_graphs import with_cuda_graphs
 from thunder.core.diagnostics import instrumented_compile
+from thunder.core.diagnostics.recompiles import RecompileReason, record_recompile
 from thunder.core.epilogue import Epilogue
 from thunder.core.executor import Executor, resolve_executors
 from thunder.core.options import CACHE_OPTIONS, check_callable, check_compile_options
@@ -120,6 +121,8 @@ class CompileStats:
     last_saved_for_backward_bytes: int | None = None
     last_interpreted_instructions: list = field(default_factory=list)
     last_stage_seconds: dict[str, float] = field(default_factory=dict)
+    # why the last calls that missed the cache recompiled, oldest first (core/diagnostics/recompiles.py)
+    recompile_reasons: list[RecompileReason] = field(default_factory=list)
 
 
 def compile_computation(
@@ -244,6 +247,8 @@ class JittedFunction:
         return None
 
     def _compile_and_fetch(self, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any]:
+        if self._cache:  # a miss after the first compile: say which guard failed (only misses pay)
+            record_recompile(self._compile_stats, self._compile_data.fn, self._cache, args, kwargs)
         entry = self._compile(args, kwargs)
         try:
             inputs = entry.prologue(*args, **kwargs)
@@ -442,6 +447,7 @@ def compile_data(fn: Any) -> CompileData:
 
 def compile_stats(fn: Any) -> CompileStats:
     """Counters and traces of ``fn`` (a function or module from ``thunder.jit``): ``cache_hits``,
-    ``cache_misses``, the traces of the last compile, ``last_saved_for_backward_bytes``, and
-    ``last_stage_seconds``, the seconds each stage of the last compile took."""
+    ``cache_misses``, the traces of the last compile, ``last_saved_for_backward_bytes``,
+    ``last_stage_seconds``, the seconds each stage of the last compile took, and ``recompile_reasons``,
+    why the last calls that missed the cache recompiled (``RecompileReason``, oldest first)."""
     return _jitted(fn)._compile_stats
