@@ -8,15 +8,22 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import inspect
+import io
+import logging
+import random
 import re
+import time
+import warnings
 import zipfile
 from pathlib import Path
 
-import torch
 import pytest
+import torch
 
 import thunder
 from thunder.core.options import COMPILE_OPTIONS
+from thunder.interpreter import TraceTimeSideEffectWarning
 
 
 def _fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -49,7 +56,9 @@ def test_every_option_the_pipeline_reads_is_declared() -> None:
     """An option read anywhere (``options.get("x")``, ``used_options.add("x")``) must be in the table,
     or checking options would reject it."""
     root = Path(__file__).resolve().parents[2]
-    read = re.compile(r"""(?:options\.get\(|used_options\.add\(|used_options\.update\(\{)\s*["']([a-z_]+)["']""")
+    read = re.compile(
+        r"""(?:options\.get\(|used_options\.add\(|used_options\.update\(\{)\s*["']([a-z_]+)["']"""
+    )
     found = {
         match.group(1)
         for source in root.glob("packages/*/src/thunder/**/*.py")
@@ -168,7 +177,9 @@ def test_compile_of_a_jitted_function_keeps_the_jitted_one_unpaired() -> None:
     jitted = thunder.jit(_fn)
     compiled = thunder.compile(jitted)
     assert compiled is not jitted
-    assert thunder.compile_data(compiled).pair_last_traces and not thunder.compile_data(jitted).pair_last_traces
+    assert (
+        thunder.compile_data(compiled).pair_last_traces and not thunder.compile_data(jitted).pair_last_traces
+    )
     assert thunder.compile(compiled) is compiled
     _gradients_match_eager(compiled, _fn, *_inputs())
 
@@ -179,7 +190,11 @@ def test_compile_of_a_jitted_function_keeps_the_jitted_one_unpaired() -> None:
 # portion's subpackage, never in the shared ``thunder/`` which only the meta package owns).
 TYPED_PACKAGES = {
     ".": ["thunder/py.typed"],
-    "packages/thunder-core": ["thunder/core/py.typed", "thunder/torch/py.typed", "thunder/distributed/py.typed"],
+    "packages/thunder-core": [
+        "thunder/core/py.typed",
+        "thunder/torch/py.typed",
+        "thunder/distributed/py.typed",
+    ],
     "packages/thunder-interpreter": ["thunder/interpreter/py.typed"],
     "packages/thunder-executors": ["thunder/executors/py.typed"],
     "packages/thunder-dynamo": ["thunder/dynamo/py.typed"],
@@ -235,3 +250,98 @@ def test_execution_traces_start_with_the_program_not_a_pass_name() -> None:
         compile(source, "<execution trace>", "exec")  # still a Python program
     for trace in thunder.last_traces(jitted)[:-1]:  # the passes before it still say which pass made them
         assert str(trace).startswith(f"# {trace.header.splitlines()[0]}")
+
+
+# --- Python side effects that run only while tracing --------------------------------------------------------
+
+
+def _line_of(fn, text: str) -> int:
+    """The line of ``fn``'s source that contains ``text``."""
+    lines, first = inspect.getsourcelines(fn)
+    (index,) = [i for i, line in enumerate(lines) if text in line]
+    return first + index
+
+
+def _printing(x: torch.Tensor) -> torch.Tensor:
+    y = x * 2
+    print("y is", y)
+    return y + 1
+
+
+def test_print_while_tracing_warns_once_naming_the_line(capsys: pytest.CaptureFixture) -> None:
+    jitted = thunder.jit(_printing)
+    with pytest.warns(TraceTimeSideEffectWarning) as record:
+        result = jitted(torch.ones(2, 3))
+    torch.testing.assert_close(result, torch.full((2, 3), 3.0))
+    (warning,) = [w for w in record if issubclass(w.category, TraceTimeSideEffectWarning)]
+    line = _line_of(_printing, 'print("y is", y)')
+    assert (warning.filename, warning.lineno) == (__file__, line)  # shown as the user's line warning
+    message = str(warning.message)
+    assert f"{__file__}:{line}" in message and "print()" in message and "does not repeat it" in message
+    printed = capsys.readouterr().out
+    # not a misleading value: what the tensor is, since its values do not exist while tracing
+    assert "TensorProxy" not in printed and "shape=(2, 3), dtype=torch.float32" in printed
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # later calls: no warning, and nothing printed
+        jitted(torch.ones(2, 3))
+    assert capsys.readouterr().out == ""
+
+
+_user_logger = logging.getLogger("thunder_test_first_contact")
+
+
+def _logging(x: torch.Tensor) -> torch.Tensor:
+    _user_logger.debug("debug %s", x)
+    _user_logger.info("value %s", x)
+    return x.sin()
+
+
+def test_logging_while_tracing_warns_only_for_lines_that_log(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger=_user_logger.name)
+    with pytest.warns(TraceTimeSideEffectWarning) as record:
+        thunder.jit(_logging)(torch.ones(3))
+    warned = [w for w in record if issubclass(w.category, TraceTimeSideEffectWarning)]
+    assert [w.lineno for w in warned] == [_line_of(_logging, '_user_logger.info("value')]  # debug is off
+    assert "logger.info()" in str(warned[0].message)
+    assert [r.getMessage() for r in caplog.records] == [
+        "value TracedTensor(shape=(3,), dtype=torch.float32, device='cpu')"
+    ]
+
+
+def _clock_and_dice(x: torch.Tensor) -> torch.Tensor:
+    start = time.perf_counter()
+    noise = random.random()
+    return x + noise + 0 * start
+
+
+def test_clocks_and_random_numbers_while_tracing_warn_that_their_value_is_frozen() -> None:
+    jitted = thunder.jit(_clock_and_dice)
+    with pytest.warns(TraceTimeSideEffectWarning) as record:
+        first = jitted(torch.zeros(1))
+    messages = {
+        w.lineno: str(w.message) for w in record if issubclass(w.category, TraceTimeSideEffectWarning)
+    }
+    clock, dice = (
+        _line_of(_clock_and_dice, "time.perf_counter()"),
+        _line_of(_clock_and_dice, "random.random()"),
+    )
+    assert set(messages) == {clock, dice}
+    assert "time.perf_counter()" in messages[clock] and "random.random()" in messages[dice]
+    kept = re.search(r"returned ([-0-9.e]+) while tracing", messages[dice])
+    assert kept is not None and float(kept.group(1)) == pytest.approx(
+        first.item(), rel=1e-6
+    )  # the value kept
+    torch.testing.assert_close(jitted(torch.zeros(1)), first)  # the frozen value, as the warning said
+
+
+def _printing_into_its_own_buffer(x: torch.Tensor) -> tuple[torch.Tensor, str]:
+    buffer = io.StringIO()
+    print("shape", tuple(x.shape), file=buffer)
+    return x + 1, buffer.getvalue()
+
+
+def test_print_into_a_buffer_the_program_made_is_not_a_side_effect() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TraceTimeSideEffectWarning)
+        result, text = thunder.jit(_printing_into_its_own_buffer)(torch.zeros(2))
+    assert text == "shape (2,)\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["interpreter_frontend"]
+__all__ = ["interpreter_frontend", "TraceTimeSideEffectWarning"]
 
 
 def __getattr__(name: str) -> Any:
@@ -17,4 +17,8 @@ def __getattr__(name: str) -> Any:
         from thunder.interpreter.frontend import interpreter_frontend
 
         return interpreter_frontend
+    if name == "TraceTimeSideEffectWarning":  # print, logging, clocks, random in a jitted function
+        from thunder.interpreter.trace_time_effects import TraceTimeSideEffectWarning
+
+        return TraceTimeSideEffectWarning
     raise AttributeError(name)

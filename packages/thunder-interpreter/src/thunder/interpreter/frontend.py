@@ -39,6 +39,7 @@ from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
 from thunder.interpreter.guards import ValueGuards
 from thunder.interpreter.side_effects import SideEffects
+from thunder.interpreter.trace_time_effects import TraceTimeEffects
 from thunder.interpreter.vm import InterpreterError, InterpreterHooks, interpret
 from thunder.torch.inplace import torch_lookaside
 
@@ -172,6 +173,10 @@ class TracingHooks(InterpreterHooks):
         self.instruction_log: list | None = []
         # writes to outside objects, replayed by the epilogue; interpret() sets both lookups later
         self.side_effects = SideEffects(lambda obj: self.source_of(obj), lambda: self.current_location())
+        # print, logging, clocks, random: run once while tracing, with a warning (trace_time_effects.py)
+        self.trace_time_effects = TraceTimeEffects(
+            lambda: self.current_location(), lambda obj: self.source_of(obj) is not None
+        )
         number = self._number if symbolic_numbers else None
         self.guards = ValueGuards(builder, self._tensor, number, self.current_location)
         # values found inside the arguments, loaded before the VM runs: their sources are handed to it
@@ -197,6 +202,9 @@ class TracingHooks(InterpreterHooks):
             return _is_compiling
         if _runs_natively(fn):
             return fn
+        trace_time_call = self.trace_time_effects.replacement(fn)
+        if trace_time_call is not None:
+            return trace_time_call
         if _is_torch_callable(fn):
             return _guard_torch_callable(fn)
         return None
