@@ -184,6 +184,26 @@ def test_compile_of_a_jitted_function_keeps_the_jitted_one_unpaired() -> None:
     _gradients_match_eager(compiled, _fn, *_inputs())
 
 
+def test_a_jitted_function_called_inside_a_jitted_function_is_traced_from_its_original() -> None:
+    inner = thunder.jit(_fn)
+    outer = lambda x, w: inner(x, w) * 3
+    _gradients_match_eager(thunder.jit(outer), lambda x, w: _fn(x, w) * 3, *_inputs())
+    assert thunder.cache_misses(inner) == 0  # traced through, never called compiled with proxies
+
+
+def test_a_thunder_module_inside_a_jitted_module_forward_and_backward() -> None:
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(4, 3)
+    model = torch.nn.Sequential(thunder.jit(layer), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    x = torch.randn(5, 4)
+    expected = torch.nn.Sequential(layer, model[1], model[2])(x).sum()
+    expected_grads = torch.autograd.grad(expected, list(model.parameters()))
+    actual = thunder.jit(model)(x).sum()
+    actual_grads = torch.autograd.grad(actual, list(model.parameters()))
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(actual_grads, expected_grads)
+
+
 # --- py.typed: type checkers see thunder's annotations -----------------------------------------------------
 
 # Each distribution ships a marker in every package it owns (PEP 561: namespace packages carry it in each

@@ -88,11 +88,11 @@ COMPILE_OPTIONS: Mapping[str, CompileOption] = {
             "'constant values' (default), 'symbolic values' or 'no caching': what a cache entry assumes",
             _one_of(CACHE_OPTIONS),
         ),
+        CompileOption("transforms", "functions Trace -> Trace applied to the computation trace", _transforms),
         CompileOption(
-            "transforms", "functions Trace -> Trace applied to the computation trace", _transforms
-        ),
-        CompileOption(
-            "cache_size", "the most cache entries kept (least recently used evicted); 32 by default", _cache_size
+            "cache_size",
+            "the most cache entries kept (least recently used evicted); 32 by default",
+            _cache_size,
         ),
         CompileOption(
             "fallback",

@@ -18,7 +18,8 @@ import torch
 
 from thunder.core import devices, dtypes, fallback, inplace
 from thunder.core.executor import to_torch_arguments
-from thunder.core.pipeline import CompileData, FrontendResult
+from thunder.core.module import ThunderModule
+from thunder.core.pipeline import CompileData, FrontendResult, JittedFunction
 from thunder.core.prologue import PrologueBuilder
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.python_ops import specialize_numbers
@@ -200,6 +201,8 @@ class TracingHooks(InterpreterHooks):
             # True, as under torch.compile: libraries (transformers) then skip data-dependent
             # branches and checks a tracing compiler cannot follow
             return _is_compiling
+        if isinstance(fn, (JittedFunction, ThunderModule)):
+            return None  # thunder's, but interpreted: see interpreted_instead
         if _runs_natively(fn):
             return fn
         trace_time_call = self.trace_time_effects.replacement(fn)
@@ -207,6 +210,15 @@ class TracingHooks(InterpreterHooks):
             return trace_time_call
         if _is_torch_callable(fn):
             return _guard_torch_callable(fn)
+        return None
+
+    def interpreted_instead(self, fn: Any) -> Any:
+        """A function or module jitted on its own, called by the program: traced as part of the program,
+        from its original (running it compiled would hand proxies to a compiled program)."""
+        if isinstance(fn, ThunderModule):
+            fn = fn._thunder_jitted
+        if isinstance(fn, JittedFunction):
+            return fn._compile_data.fn
         return None
 
     def check_opaque_call(self, fn: Any, args: tuple, kwargs: dict) -> None:

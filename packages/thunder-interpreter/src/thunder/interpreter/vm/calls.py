@@ -81,6 +81,9 @@ def _call_other(context: Any, fn: Any, fn_type: type, args: tuple, kwargs: dict)
         return _construct(context, fn, args, kwargs)
     if fn_type is staticmethod:
         return call(context, fn.__func__, args, kwargs)
+    instead = context.hooks.interpreted_instead(fn)
+    if instead is not None:
+        return call(context, instead, args, kwargs)
     if is_torch_module(fn):
         return _call_module(context, fn, args, kwargs)
     call_method = lookup_type(fn_type, "__call__")

@@ -24,6 +24,11 @@ class InterpreterHooks:
         """A replacement to call natively instead of ``fn`` (e.g. a torch op recorder)."""
         return None
 
+    def interpreted_instead(self, fn: Any) -> Any:
+        """A callable to interpret in place of the callable object ``fn`` (not a function or method),
+        or None: a compiled function met inside the program stands for its original."""
+        return None
+
     def on_load(self, value: Any, source: Source) -> Any:
         """A value read from a place with known provenance; the return value is used instead."""
         return value
