@@ -34,6 +34,13 @@ _MODULES = ("nvfuser_direct", "nvfuser")
 _module: Any = None
 
 
+# Where nvFuser has wheels (README.md, "nvFuser"); the `nvfuser` extra is empty everywhere else.
+INSTALL_HINT = (
+    "nvFuser publishes wheels for CPython 3.10 and 3.12 on Linux x86_64 only; there, "
+    "pip install 'thunder[nvfuser]' (torch 2.10 or 2.11, CUDA 13) or the nvfuser-cuXXX-torchYY of your torch"
+)
+
+
 def nvfuser_module() -> Any:
     """The nvFuser Python module, imported on first use."""
     global _module
@@ -43,7 +50,7 @@ def nvfuser_module() -> Any:
                 _module = importlib.import_module(name)
                 break
         else:
-            raise ImportError("nvFuser is not installed: pip install 'thunder[nvfuser]'")
+            raise ImportError(f"nvFuser is not installed: {INSTALL_HINT}")
     return _module
 
 
@@ -261,7 +268,7 @@ class NvFuserExecutor(FusionExecutor):
         if not installed:
             return (
                 False,
-                "not installed: neither nvfuser_direct nor nvfuser imports (pip install 'thunder[nvfuser]')",
+                f"not installed: neither nvfuser_direct nor nvfuser imports ({INSTALL_HINT})",
             )
         if not torch.cuda.is_available():
             return False, "no CUDA device (nvFuser generates CUDA kernels only)"
