@@ -6,12 +6,14 @@ pyprojects agree with it, and test_import_rules.py that the sources do.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).parent))  # the tests import helper modules of this folder (hf_models)
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,6 @@ gradients are still those of training.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -23,139 +21,11 @@ import torch
 import thunder
 from thunder.core import fallback
 
-transformers = pytest.importorskip(
-    "transformers", reason="transformers is not installed (the `test` extra has it)"
-)
+pytest.importorskip("transformers", reason="transformers is not installed (the `test` extra has it)")
 
-VOCAB = 128
+from hf_models import MODELS, HFModel, decoder  # noqa: E402  (a helper module of this folder)
+
 ATOL, RTOL = 1e-5, 1e-4  # float32 throughout
-
-
-@dataclass(frozen=True)
-class HFModel:
-    """A tiny model of one architecture and the inputs it takes."""
-
-    name: str
-    build: Callable[[], torch.nn.Module]
-    kind: str = "causal"  # "causal", "masked", "seq2seq" or "vision"
-    marks: tuple = field(default=())
-
-    def inputs(self, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        if self.kind == "vision":
-            return {
-                "pixel_values": torch.randn(2, 3, 16, 16, generator=generator),
-                "labels": torch.randint(0, 10, (2,), generator=generator),
-            }
-        ids = torch.randint(0, VOCAB, (2, 8), generator=generator)
-        if self.kind == "seq2seq":
-            decoder_ids = torch.randint(0, VOCAB, (2, 6), generator=generator)
-            return {"input_ids": ids, "labels": decoder_ids, "use_cache": False}
-        if self.kind == "masked":
-            return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": ids}
-        return {"input_ids": ids, "labels": ids, "use_cache": False}
-
-
-def _decoder(config_class: str, model_class: str, attention: str = "sdpa", **options: Any) -> Callable:
-    def build() -> torch.nn.Module:
-        settings: dict[str, Any] = {
-            "vocab_size": VOCAB, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-            "num_attention_heads": 4, "max_position_embeddings": 64, "attn_implementation": attention,
-        }  # fmt: skip
-        settings.update(options)
-        config = getattr(transformers, config_class)(**settings)
-        return getattr(transformers, model_class)(config)
-
-    return build
-
-
-def _gpt2(attention: str) -> Callable:
-    def build() -> torch.nn.Module:
-        config = transformers.GPT2Config(
-            n_embd=32, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=64, bos_token_id=1, eos_token_id=2,
-            attn_implementation=attention,
-        )  # fmt: skip
-        return transformers.GPT2LMHeadModel(config)
-
-    return build
-
-
-def _bert() -> torch.nn.Module:
-    config = transformers.BertConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        max_position_embeddings=64, attn_implementation="sdpa",
-    )  # fmt: skip
-    return transformers.BertForMaskedLM(config)
-
-
-def _roberta() -> torch.nn.Module:
-    config = transformers.RobertaConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        max_position_embeddings=64, attn_implementation="eager",
-    )  # fmt: skip
-    return transformers.RobertaForMaskedLM(config)
-
-
-def _t5() -> torch.nn.Module:
-    config = transformers.T5Config(
-        vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, decoder_start_token_id=0,
-        pad_token_id=0, attn_implementation="eager",
-    )  # fmt: skip
-    return transformers.T5ForConditionalGeneration(config)
-
-
-def _vit() -> torch.nn.Module:
-    config = transformers.ViTConfig(
-        image_size=16, patch_size=4, num_channels=3, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_labels=10, attn_implementation="sdpa",
-    )  # fmt: skip
-    return transformers.ViTForImageClassification(config)
-
-
-def _falcon() -> torch.nn.Module:
-    config = transformers.FalconConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        attn_implementation="sdpa",
-    )
-    return transformers.FalconForCausalLM(config)
-
-
-def _opt() -> torch.nn.Module:
-    config = transformers.OPTConfig(
-        vocab_size=VOCAB, hidden_size=32, ffn_dim=64, num_hidden_layers=2, num_attention_heads=4,
-        max_position_embeddings=64, word_embed_proj_dim=32, attn_implementation="sdpa",
-    )  # fmt: skip
-    return transformers.OPTForCausalLM(config)
-
-
-slow = (pytest.mark.slow,)
-
-MODELS = [
-    HFModel("gpt2", _gpt2("sdpa")),
-    HFModel("gpt2-eager-attention", _gpt2("eager")),
-    HFModel("llama", _decoder("LlamaConfig", "LlamaForCausalLM", num_key_value_heads=2)),
-    HFModel("llama-eager-attention", _decoder("LlamaConfig", "LlamaForCausalLM", "eager", num_key_value_heads=2)),
-    HFModel("mistral", _decoder("MistralConfig", "MistralForCausalLM", num_key_value_heads=2)),
-    HFModel("qwen2", _decoder("Qwen2Config", "Qwen2ForCausalLM", num_key_value_heads=2)),
-    HFModel("phi3", _decoder("Phi3Config", "Phi3ForCausalLM", num_key_value_heads=2, pad_token_id=0)),
-    HFModel("gemma", _decoder("GemmaConfig", "GemmaForCausalLM", num_key_value_heads=2, head_dim=8)),
-    HFModel("bert", _bert, kind="masked"),
-    HFModel("t5", _t5, kind="seq2seq"),
-    HFModel("vit", _vit, kind="vision"),
-    HFModel("gpt-neox", _decoder("GPTNeoXConfig", "GPTNeoXForCausalLM")),
-    HFModel("falcon", _falcon),
-    HFModel("opt", _opt),
-    HFModel("gemma2", _decoder("Gemma2Config", "Gemma2ForCausalLM", "eager", num_key_value_heads=2, head_dim=8), marks=slow),
-    HFModel("phi", _decoder("PhiConfig", "PhiForCausalLM"), marks=slow),
-    HFModel("starcoder2", _decoder("Starcoder2Config", "Starcoder2ForCausalLM", num_key_value_heads=2), marks=slow),
-    HFModel("roberta", _roberta, kind="masked", marks=slow),
-    # The default experts implementation ("grouped_mm") calls torch.histc and a transformers custom
-    # op, both fallbacks today; "batched_mm" is all native.
-    HFModel("mixtral", _decoder("MixtralConfig", "MixtralForCausalLM", num_key_value_heads=2, num_local_experts=4,
-                                num_experts_per_tok=2, experts_implementation="batched_mm"), marks=slow),
-]  # fmt: skip
 
 
 def fallback_names(trace: thunder.Trace) -> list[str]:
@@ -250,7 +120,7 @@ class _ScaledMLP(torch.nn.Module):
 def test_fallback_is_detected() -> None:
     """The no-fallback assertion above can fail: a model with an unknown operator has a fallback."""
     torch.manual_seed(0)
-    model = _decoder("LlamaConfig", "LlamaForCausalLM", num_key_value_heads=2)().eval()
+    model = decoder("LlamaConfig", "LlamaForCausalLM", num_key_value_heads=2)().eval()
     layer = model.model.layers[0]
     layer.mlp = _ScaledMLP(layer.mlp)
     eager_model = copy.deepcopy(model)

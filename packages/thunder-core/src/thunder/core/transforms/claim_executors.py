@@ -13,6 +13,7 @@ from thunder.core.executor import Executor, FusionExecutor, OperatorExecutor
 from thunder.core.fusion_fallback import with_fallback
 from thunder.core.symbol import DEL, RETURN, BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
+from thunder.core.transforms.region_graph import RegionGraph
 from thunder.core.transforms.region_remat import recompute_between_regions
 
 __all__ = ["claim_executors", "UnclaimedSymbolError"]
@@ -106,19 +107,17 @@ def _fuse_regions(
 ) -> list[BoundSymbol]:
     """Group each fusion executor's symbols into regions by data dependence, never making a cycle.
 
-    A symbol joins a region of its executor when no path reaches it from that region through a
-    symbol outside the region (that path would make region -> outsider -> region a cycle). It
-    prefers the region of a producer (vertical fusion), else the executor's latest region
-    (horizontal fusion of independent work), else it opens a new one. Regions are then placed in a
-    topological order of the program, each at the earliest place its inputs allow.
+    A symbol joins a region of its executor unless that region already has a path to one of the
+    symbol's producers (through other symbols or regions, see ``region_graph``): the join would
+    close a cycle. It prefers the region of a producer (vertical fusion), else the executor's latest
+    region (horizontal fusion of independent work), else it opens a new one. Regions are then
+    placed in a topological order of the program, each at the earliest place its inputs allow.
     """
     region_of: list[int | None] = []  # per claimed symbol
     regions: list[tuple[FusionExecutor, list[int]]] = []
     latest_region: dict[str, int] = {}
     producer_of: dict[str, int] = {}
-    # regions with a path to the symbol; those with a path through a symbol outside the region
-    reaches: list[frozenset[int]] = []
-    reaches_from_outside: list[frozenset[int]] = []
+    graph = RegionGraph()
 
     chain = chain or {}
     for index, (bound_symbol, executor) in enumerate(claimed):
@@ -126,16 +125,6 @@ def _fuse_regions(
             {producer_of[p.name] for p in bound_symbol.proxy_args() if p.name in producer_of}
             | ({chain[index]} if index in chain else set())
         )
-
-        def blocked(region: int | None) -> frozenset[int]:
-            blocked_regions: set[int] = set()
-            for p in producers:
-                if region is not None and region_of[p] == region:
-                    blocked_regions |= reaches_from_outside[p]
-                else:
-                    blocked_regions |= reaches[p] | ({region_of[p]} if region_of[p] is not None else set())
-            return frozenset(blocked_regions)
-
         chosen: int | None = None
         if executor is not None:
             candidates = [region_of[p] for p in reversed(producers) if region_of[p] is not None]
@@ -146,22 +135,18 @@ def _fuse_regions(
                 (
                     r
                     for r in candidates
-                    if r not in blocked(r)
+                    if not graph.reaches_any(r, producers, region_of)
                     and executor.can_join([claimed[i][0] for i in regions[r][1]], bound_symbol)
                 ),
                 None,
             )
             if chosen is None:
-                chosen = len(regions)
+                chosen = graph.new_region()
                 regions.append((executor, []))
             regions[chosen][1].append(index)
             latest_region[executor.name] = chosen
+        graph.place(index, chosen, producers, region_of)
         region_of.append(chosen)
-        reaches_from_outside.append(blocked(chosen))
-        reaching: set[int] = set()
-        for p in producers:
-            reaching |= reaches[p] | ({region_of[p]} if region_of[p] is not None else set())
-        reaches.append(frozenset(reaching))
         for proxy in bound_symbol.proxy_outputs():
             producer_of[proxy.name] = index
     recompute_between_regions(claimed, region_of, regions, producer_of)

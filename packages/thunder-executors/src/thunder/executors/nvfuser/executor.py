@@ -261,6 +261,17 @@ def _is_identity(bound_symbol: BoundSymbol) -> bool:
     return all(p.name in inputs for p in bound_symbol.proxy_outputs())
 
 
+def _values_of(bound_symbol: BoundSymbol) -> list:
+    if bound_symbol.symbol.name == "cat":
+        return [*bound_symbol.args[0], *bound_symbol.args[1:]]
+    return [*bound_symbol.args, *bound_symbol.kwargs.values()]
+
+
+def _tensors_of(bound_symbol: BoundSymbol) -> list[TensorProxy]:
+    """The tensors a prim reads and the one it makes."""
+    return [a for a in _values_of(bound_symbol) if isinstance(a, TensorProxy)] + [bound_symbol.output]
+
+
 class NvFuserExecutor(FusionExecutor):
     def is_available(self) -> tuple[bool, str]:
         """Installed, a CUDA device, and the module imports (imported here, once, on a CUDA machine)."""
@@ -279,6 +290,12 @@ class NvFuserExecutor(FusionExecutor):
         return True, ""
 
     def can_fuse(self, bound_symbol: BoundSymbol) -> bool:
+        if not self.fuses_on_any_device(bound_symbol):
+            return False
+        return all(t.device.type == "cuda" for t in _tensors_of(bound_symbol))
+
+    def fuses_on_any_device(self, bound_symbol: BoundSymbol) -> bool:
+        """What ``can_fuse`` claims, the device aside (tests build nvFuser's regions on the CPU)."""
         symbol = bound_symbol.symbol
         if not symbol.is_leaf or symbol.module != "prims" or not isinstance(bound_symbol.output, TensorProxy):
             return False
@@ -289,13 +306,10 @@ class NvFuserExecutor(FusionExecutor):
             return False
         if name == "pad" and any(interior for _, _, interior in bound_symbol.args[2]):
             return False
-        values = [*bound_symbol.args, *bound_symbol.kwargs.values()]
-        if name == "cat":
-            values = [*bound_symbol.args[0], *bound_symbol.args[1:]]
+        values = _values_of(bound_symbol)
         if any(isinstance(a, Proxy) and not isinstance(a, TensorProxy) for a in values):
             return False
-        tensors = [a for a in values if isinstance(a, TensorProxy)] + [bound_symbol.output]
-        return all(t.device.type == "cuda" and t.dtype.torch_dtype in SUPPORTED_DTYPES for t in tensors)
+        return all(t.dtype.torch_dtype in SUPPORTED_DTYPES for t in _tensors_of(bound_symbol))
 
     def can_execute(self, bound_symbol: BoundSymbol) -> bool:
         return _is_identity(bound_symbol) or super().can_execute(bound_symbol)
