@@ -1,5 +1,8 @@
 """thunder's dtypes: one object per element type, printable as ``dtypes.float32`` and short as ``f32``.
 
+``str()`` (and so an f-string in an error message) gives torch's name, ``torch.float32``, the name
+a user knows from eager's messages; ``repr()`` gives the name traces use.
+
 thunder keeps its own dtype objects (rather than using ``torch.dtype`` directly) so that traces and
 metas can ask questions of them (is it floating? what is its category for type promotion?) without
 tables spread over the code, and so that a trace names its types independently of any executor.
@@ -51,8 +54,11 @@ class dtype:  # noqa: N801 -- named like torch.dtype, which it mirrors
     bits: int
     torch_dtype: torch.dtype
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # how a trace spells it
         return f"dtypes.{self.name}"
+
+    def __str__(self) -> str:  # how a message spells it: as eager's errors do, ``torch.float64``
+        return str(self.torch_dtype)
 
     # User code compares a tensor's dtype with torch's (``x.dtype == torch.float16``); a proxy's
     # dtype is a thunder dtype, so the two must compare equal and hash alike.

@@ -59,6 +59,10 @@ def roll(input: TensorProxy, shifts: Any, dims: Any = None) -> TensorProxy:
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
     result = input
     for shift, dim in zip(shifts, dims):
+        if input.ndim == 0 and dim not in (0, -1):
+            raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got {dim})")
+        if input.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         d = canonical_dim(dim, input.ndim)
         size = input.shape[d] if input.ndim else 1
         s = shift % size if size else 0
@@ -222,29 +226,32 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[TensorProxy, .
     return (grids[1], grids[0], *grids[2:]) if swap else tuple(grids)
 
 
-def _as_list(tensors: Any) -> list[TensorProxy]:
-    return [tensors] if isinstance(tensors, TensorProxy) else list(tensors)
+def _as_list(tensors: Any, name: str) -> list[TensorProxy]:
+    items = [tensors] if isinstance(tensors, TensorProxy) else list(tensors)
+    if not items:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return items
 
 
 @torchsymbol(torch.hstack, tags=SHAPE)
 def hstack(tensors: Sequence[TensorProxy]) -> TensorProxy:
-    items = [atleast_1d(x) for x in _as_list(tensors)]
+    items = [atleast_1d(x) for x in _as_list(tensors, "hstack")]
     return cat(items, 0 if items[0].ndim == 1 else 1)
 
 
 @torchsymbol(torch.vstack, torch.row_stack, tags=SHAPE)
 def vstack(tensors: Sequence[TensorProxy]) -> TensorProxy:
-    return cat([atleast_2d(x) for x in _as_list(tensors)], 0)
+    return cat([atleast_2d(x) for x in _as_list(tensors, "vstack")], 0)
 
 
 @torchsymbol(torch.dstack, tags=SHAPE)
 def dstack(tensors: Sequence[TensorProxy]) -> TensorProxy:
-    return cat([atleast_3d(x) for x in _as_list(tensors)], 2)
+    return cat([atleast_3d(x) for x in _as_list(tensors, "dstack")], 2)
 
 
 @torchsymbol(torch.column_stack, tags=SHAPE)
 def column_stack(tensors: Sequence[TensorProxy]) -> TensorProxy:
-    items = [reshape(x, (x.numel(), 1)) if x.ndim <= 1 else x for x in _as_list(tensors)]
+    items = [reshape(x, (x.numel(), 1)) if x.ndim <= 1 else x for x in _as_list(tensors, "column_stack")]
     return cat(items, 1)
 
 
@@ -309,6 +316,11 @@ def chunk_cat(tensors: Sequence[TensorProxy], dim: int, num_chunks: int) -> Tens
         raise RuntimeError("_chunk_cat expects a non-empty input tensor list")
     if num_chunks < 1:
         raise RuntimeError("_chunk_cat expects positive num_chunks")
+    ndims = {t.ndim for t in tensors}
+    if dim < 0 and len(ndims) > 1:
+        raise RuntimeError("_chunk_cat expects non-negative dim when input tensors have different ndims")
+    if dim >= min(ndims):
+        raise RuntimeError("_chunk_cat expects dim < ndim for all input tensors")
     d = canonical_dim(dim, tensors[0].ndim)
     pieces = []
     for t in tensors:

@@ -204,7 +204,7 @@ def _arange_length(start: Any, end: Any, step: Any) -> int:
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and start > end) or (step < 0 and start < end):
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     return builtins.max(0, math.ceil((end - start) / step))
 
 
@@ -221,6 +221,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         dtype_ = default_float_dtype() if floating else dtypes.int64
     else:
         dtype_ = dtypes.to_dtype(dtype)
+    if not builtins.all(math.isfinite(v) for v in (start, end) if not isinstance(v, complex)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
     if not (dtype_.is_floating_point or dtype_.is_complex):  # as eager: integer bounds and step
         start, end, step = builtins.int(start), builtins.int(end), builtins.int(step)
     length = _arange_length(start, end, step)

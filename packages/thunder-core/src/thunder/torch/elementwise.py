@@ -12,7 +12,7 @@ from thunder.core.promotion import PromotionKind, elementwise_dtypes
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.torch.registry import torchsymbol
-from thunder.torch.utils import broadcast, to_dtype
+from thunder.torch.utils import broadcast, check_tensor_argument, to_dtype
 
 DEFAULT, INT_TO_FLOAT, ALWAYS_BOOL = (
     PromotionKind.DEFAULT,
@@ -225,6 +225,7 @@ def tensor_where(a: Any, condition: Any, other: Any) -> Any:
     torch.clamp, torch.clip, torch.Tensor.clamp, torch.Tensor.clip, method=("clamp", "clip"), tags=ELEMENTWISE
 )
 def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 -- torch's parameter names
+    check_tensor_argument("clamp", input)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if input.dtype.is_complex:
@@ -251,9 +252,11 @@ def _clamp_bound(a: Any, bound: Any, lower: bool) -> Any:
 
 @torchsymbol(torch.clamp_min, torch.Tensor.clamp_min, method="clamp_min", tags=ELEMENTWISE)
 def clamp_min(input: Any, min: Any) -> Any:  # noqa: A002
+    check_tensor_argument("clamp_min", input)
     return clamp(input, min, None)
 
 
 @torchsymbol(torch.clamp_max, torch.Tensor.clamp_max, method="clamp_max", tags=ELEMENTWISE)
 def clamp_max(input: Any, max: Any) -> Any:  # noqa: A002
+    check_tensor_argument("clamp_max", input)
     return clamp(input, None, max)

@@ -175,6 +175,18 @@ register_tensor_method("setitem", setitem)
 # torch callables: in-place functions, out= and inplace= arguments, side effects
 
 
+# Ops whose out= must have exactly the result's dtype in eager (elsewhere eager casts into out).
+_EXACT_OUT_DTYPE = frozenset({torch.aminmax, torch.gather, torch.multinomial})
+
+
+def _check_out_dtypes(torch_fn: Any, destination: Any, result: Any) -> None:
+    if torch_fn not in _EXACT_OUT_DTYPE:
+        return
+    for target, value in zip(tree_leaves(destination), tree_leaves(result)):
+        if isinstance(value, TensorProxy) and target.dtype is not value.dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {value.dtype}, but got {target.dtype} instead")
+
+
 def _write_result(destination: Any, result: Any) -> Any:
     for target, value in zip(tree_leaves(destination), tree_leaves(result)):
         if target.shape != getattr(value, "shape", target.shape):
@@ -203,7 +215,9 @@ def _with_out_and_inplace(torch_fn: Any, functional: Callable) -> Callable:
         if kwargs.get("out") is not None:
             kwargs = dict(kwargs)
             out = kwargs.pop("out")
-            return _write_result(out, functional(*args, **kwargs))
+            result = functional(*args, **kwargs)
+            _check_out_dtypes(torch_fn, out, result)
+            return _write_result(out, result)
         if takes_inplace and signature is not None:
             bound = signature.bind(*args, **kwargs)
             if bound.arguments.get("inplace"):

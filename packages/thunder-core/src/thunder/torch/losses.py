@@ -303,6 +303,8 @@ def multi_margin_loss(input: TensorProxy, target: TensorProxy, p: int = 1, margi
     _check_reduction(reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
     x, _ = _as_batch(input, target, "multi_margin_loss")
     n, classes = x.shape
     if target.numel() != n:

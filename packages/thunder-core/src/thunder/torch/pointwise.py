@@ -15,7 +15,7 @@ from thunder.core.promotion import PromotionKind, elementwise_dtypes
 from thunder.core.proxies import TensorProxy
 from thunder.torch import elementwise as ew
 from thunder.torch.registry import alias, torchsymbol
-from thunder.torch.utils import broadcast, to_dtype
+from thunder.torch.utils import broadcast, check_tensor_argument, to_dtype
 
 ELEMENTWISE = frozenset({"elementwise"})
 DEFAULT, INT_TO_FLOAT, ALWAYS_BOOL = (
@@ -110,6 +110,8 @@ def isreal(input: TensorProxy) -> TensorProxy:
 def isclose(
     input: TensorProxy, other: TensorProxy, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
 ) -> TensorProxy:
+    check_tensor_argument("isclose", input)
+    check_tensor_argument("isclose", other, "other", 2)
     _real_only("isclose", input, other)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"{input.dtype.name} did not match {other.dtype.name}")
@@ -216,6 +218,8 @@ def nan_to_num(input: TensorProxy, nan: float | None = 0.0, posinf: float | None
 
 @torchsymbol(torch.heaviside, torch.Tensor.heaviside, method="heaviside", tags=ELEMENTWISE)
 def heaviside(input: TensorProxy, values: TensorProxy) -> TensorProxy:
+    check_tensor_argument("heaviside", input)
+    check_tensor_argument("heaviside", values, "values", 2)
     _real_only("heaviside", input, values)
     if input.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")

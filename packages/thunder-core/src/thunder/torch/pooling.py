@@ -333,7 +333,14 @@ def _adaptive_axes(name: str, a: TensorProxy, spatial: int, output_size: Any) ->
     return [adaptive_axis(a.shape[a.ndim - spatial + d], s) for d, s in enumerate(resolved)]
 
 
+def _check_output_size_rank(spatial: int, a: TensorProxy, output_size: Any) -> None:
+    """torch.nn.functional's own check, before ATen's: a ValueError where the input has too few dims."""
+    if spatial > 1 and isinstance(output_size, Sequence) and a.ndim <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+
+
 def _adaptive_avg_pool(name: str, spatial: int, a: TensorProxy, output_size: Any) -> TensorProxy:
+    _check_output_size_rank(spatial, a, output_size)
     x, squeeze = _batched(a, spatial, name)
     _check_nonempty(name, a, spatial)
     axes = _adaptive_axes(name, x, spatial, output_size)
@@ -363,6 +370,7 @@ def adaptive_avg_pool3d(input: TensorProxy, output_size: Any) -> TensorProxy:
 def _adaptive_max_pool(
     name: str, spatial: int, a: TensorProxy, output_size: Any, return_indices: bool
 ) -> Any:
+    _check_output_size_rank(spatial, a, output_size)
     x, squeeze = _batched(a, spatial, name)
     _check_nonempty(name, a, spatial)
     axes = _adaptive_axes(name, x, spatial, output_size)

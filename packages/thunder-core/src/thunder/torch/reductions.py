@@ -10,7 +10,7 @@ from thunder.core import dtypes, prims
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.torch.registry import torchsymbol
-from thunder.torch.utils import canonical_dims, structseq, to_dtype
+from thunder.torch.utils import canonical_dims, check_tensor_argument, structseq, to_dtype
 
 REDUCTION = frozenset({"reduction"})
 
@@ -62,6 +62,11 @@ def mean(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: A
 
 def _extremum(prim: Symbol, a: TensorProxy, dim: Any, keepdim: bool) -> TensorProxy:
     dims = canonical_dims(dim, a.ndim)
+    if a.numel() == 0 and (dim is None or dim == () or dim == []):
+        raise RuntimeError(
+            f"{prim.name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+            "reduction dim with the 'dim' argument."
+        )
     for d in dims:
         if a.shape[d] == 0:
             raise IndexError(f"{prim.name}(): Expected reduction dim {d} to have non-zero size.")
@@ -171,6 +176,7 @@ def _values_and_indices(
 
 
 def _max_or_min(largest: bool, a: TensorProxy, dim: Any, keepdim: bool) -> Any:
+    check_tensor_argument("max" if largest else "min", a)
     if isinstance(dim, TensorProxy):  # max(a, other): the elementwise maximum
         if keepdim:
             raise TypeError("max(a, other) takes no keepdim")

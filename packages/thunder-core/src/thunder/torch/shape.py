@@ -128,8 +128,22 @@ def contiguous(a: TensorProxy, memory_format: Any = None) -> TensorProxy:
     return a
 
 
+def _check_cat_inputs(tensors: Any) -> None:
+    """Eager's errors for what cat cannot take: a tensor instead of a sequence, an empty one, ``None``, 0-d."""
+    if isinstance(tensors, TensorProxy):
+        raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
+    if len(tensors) == 0:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for position, t in enumerate(tensors):
+        if not isinstance(t, TensorProxy):
+            raise TypeError(f"expected Tensor as element {position} in argument 0, but got {type(t).__name__}")
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {position}) cannot be concatenated")
+
+
 @torchsymbol(torch.cat, torch.concat, torch.concatenate, tags=SHAPE)
 def cat(tensors: Sequence[TensorProxy], dim: int = 0) -> TensorProxy:
+    _check_cat_inputs(tensors)
     tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors[:1])
     d = canonical_dim(dim, tensors[0].ndim)
     dtype = tensors[0].dtype

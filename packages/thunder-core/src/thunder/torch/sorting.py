@@ -103,11 +103,11 @@ def kthvalue(
 ) -> tuple[TensorProxy, TensorProxy]:
     if input.ndim == 0:
         if k != 1:
-            raise IndexError("kthvalue(): selected number k out of range")
+            raise RuntimeError("kthvalue(): selected number k out of range for dimension 0")
         return structseq("kthvalue", input, prims.full((), 0, device=input.device, dtype=dtypes.int64))
     d = canonical_dim(dim, input.ndim)
     if not 1 <= k <= input.shape[d]:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {d}")
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     return structseq("kthvalue", *_order_statistic(input, d, keepdim, k - 1))
 
 

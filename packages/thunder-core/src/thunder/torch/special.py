@@ -12,7 +12,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
 from thunder.torch.elementwise import apply_elementwise
 from thunder.torch.registry import alias, torchsymbol
-from thunder.torch.utils import broadcast, to_dtype
+from thunder.torch.utils import broadcast, check_some_tensor, to_dtype
 
 ELEMENTWISE = frozenset({"elementwise"})
 DEFAULT, INT_TO_FLOAT = PromotionKind.DEFAULT, PromotionKind.INT_TO_FLOAT
@@ -106,6 +106,7 @@ def _float_inputs(*args: Any) -> tuple[list[Any], dtypes.dtype, dtypes.dtype]:
 
 def _x_log(name: str, log_prim: Symbol) -> Any:
     def op(input: Any, other: Any) -> Any:
+        check_some_tensor(name, input, other)
         _real_only(name, input, other)
         (x, y), _, result_dtype = _float_inputs(input, other)
         like = x if isinstance(x, TensorProxy) else y

@@ -49,6 +49,21 @@ def broadcast(*args: Any) -> list[Any]:
     return [expand_to(a, shape) for a in args]
 
 
+def check_tensor_argument(function: str, value: Any, name: str = "input", position: int = 1) -> None:
+    """Eager's ``TypeError`` where a torch function takes only a tensor and got something else."""
+    if not isinstance(value, TensorProxy):
+        raise TypeError(
+            f"{function}(): argument '{name}' (position {position}) must be Tensor, not {type(value).__name__}"
+        )
+
+
+def check_some_tensor(function: str, *args: Any) -> None:
+    """Eager's ``TypeError`` for a function taking a tensor or numbers (``xlogy(2, x)``) called with numbers only."""
+    if not any(isinstance(a, TensorProxy) for a in args):
+        names = ", ".join(type(a).__name__ for a in args)
+        raise TypeError(f"{function}() received an invalid combination of arguments - got ({names}), expected a Tensor")
+
+
 def to_dtype(a: Any, dtype: dtypes.dtype) -> Any:
     """A tensor converted to ``dtype``; numbers convert to the matching Python type."""
     if isinstance(a, TensorProxy):
@@ -62,6 +77,10 @@ def to_dtype(a: Any, dtype: dtypes.dtype) -> Any:
         return convert(a, next((kind for matches, kind in kinds if matches), int))
     if dtype.is_complex:
         return complex(a)
+    if isinstance(a, complex) and a.imag != 0:  # as eager: float(1j) would be Python's TypeError
+        raise RuntimeError(f"value cannot be converted to type {dtype} without overflow")
+    if isinstance(a, complex):
+        a = a.real
     if dtype.is_floating_point:
         return float(a)
     if dtype is dtypes.bool8:

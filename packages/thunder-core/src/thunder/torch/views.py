@@ -121,7 +121,7 @@ def _slice_dim(a: TensorProxy, dim: int, start: int, end: int, step: int = 1) ->
     return prims.slice_prim(a, starts, ends, steps)
 
 
-@torchsymbol(torch.narrow, torch.Tensor.narrow, torch.narrow_copy, method="narrow", tags=SHAPE)
+@torchsymbol(torch.narrow, torch.Tensor.narrow, method="narrow", tags=SHAPE)
 def narrow(input: TensorProxy, dim: int, start: Any, length: int) -> TensorProxy:
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -258,9 +258,12 @@ def _directional_split(name: str, dim: int, min_ndim: int) -> Any:
                 f"torch.{name} requires a tensor with at least {min_ndim} dimension, but got {input.ndim}"
             )
         d = 0 if name == "hsplit" and input.ndim == 1 else dim
-        if isinstance(indices_or_sections, int) and input.shape[d] % indices_or_sections:
+        if isinstance(indices_or_sections, int) and (
+            indices_or_sections == 0 or input.shape[d] % indices_or_sections
+        ):
             raise RuntimeError(
-                f"torch.{name} attempted to split along dimension {d}, but the size is not divisible"
+                f"torch.{name} attempted to split along dimension {d}, but the size of the dimension "
+                f"{input.shape[d]} is not divisible by the split_size {indices_or_sections}!"
             )
         return tensor_split(input, indices_or_sections, d)
 

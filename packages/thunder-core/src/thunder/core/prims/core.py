@@ -26,8 +26,13 @@ RANDOM = frozenset({"random"})
 
 
 def _check(condition: bool, message: Callable[[], str]) -> None:
+    """Raise eager's error for invalid shapes, dtypes or devices: a ``RuntimeError``, as ATen's checks do."""
     if not condition:
-        raise ValueError(message())
+        raise RuntimeError(message())
+
+
+def _type_names(args: Sequence[Any]) -> str:
+    return f"({', '.join(type(a).__name__ for a in args)})"
 
 
 def _elementwise_inputs(name: str, args: Sequence[Any]) -> TensorProxy | None:
@@ -54,8 +59,8 @@ def _elementwise_inputs(name: str, args: Sequence[Any]) -> TensorProxy | None:
 def _elementwise_meta(name: str, output_dtype: dtypes.dtype | None) -> Callable:
     def meta(*args: Any) -> TensorProxy:
         first = _elementwise_inputs(name, args)
-        _check(first is not None, lambda: f"prims.{name} needs at least one tensor input, got {args}")
-        assert first is not None
+        if first is None:  # ``torch.add(2, 3)``: eager rejects the argument types
+            raise TypeError(f"{name}(): expected at least one Tensor argument, got {_type_names(args)}")
         requires_grad = any(isinstance(a, TensorProxy) and a.requires_grad for a in args)
         return first.replace(dtype=output_dtype or first.dtype, requires_grad=requires_grad)
 
@@ -523,13 +528,24 @@ register_vjp(argmax, argmin)(lambda g, a, dim, *, out: (None, None))
 
 
 # matrix products and indexing
+def _sizes(shape: Sequence[int]) -> str:
+    """``2x3``, as eager's matmul messages write a shape."""
+    return "x".join(str(size) for size in shape)
+
+
 def _matmul_meta(a: TensorProxy, b: TensorProxy) -> TensorProxy:
-    _check(a.dtype is b.dtype, lambda: f"matmul of {a.dtype} and {b.dtype}")
-    _check(a.ndim >= 1 and b.ndim >= 1, lambda: "matmul needs tensors of at least one dimension")
+    _check(
+        a.ndim >= 1 and b.ndim >= 1,
+        lambda: f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D",
+    )
+    _check(
+        a.dtype is b.dtype, lambda: f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}"
+    )
     a_shape = (1,) + a.shape if a.ndim == 1 else a.shape
     b_shape = b.shape + (1,) if b.ndim == 1 else b.shape
     _check(
-        a_shape[-1] == b_shape[-2], lambda: f"matmul of shapes {a.shape} and {b.shape}: inner sizes differ"
+        a_shape[-1] == b_shape[-2],
+        lambda: f"mat1 and mat2 shapes cannot be multiplied ({_sizes(a.shape)} and {_sizes(b.shape)})",
     )
     from thunder.core.promotion import broadcast_shapes
 
