@@ -184,7 +184,9 @@ def _check_out_dtypes(torch_fn: Any, destination: Any, result: Any) -> None:
         return
     for target, value in zip(tree_leaves(destination), tree_leaves(result)):
         if isinstance(value, TensorProxy) and target.dtype is not value.dtype:
-            raise RuntimeError(f"Expected out tensor to have dtype {value.dtype}, but got {target.dtype} instead")
+            raise RuntimeError(
+                f"Expected out tensor to have dtype {value.dtype}, but got {target.dtype} instead"
+            )
 
 
 def _write_result(destination: Any, result: Any) -> Any:

@@ -180,7 +180,9 @@ def cumulative_trapezoid(y: TensorProxy, x: Any = None, *, dx: Any = None, dim: 
 @torchsymbol(torch.narrow_copy, torch.Tensor.narrow_copy, method="narrow_copy")
 def narrow_copy(input: TensorProxy, dim: int, start: int, length: int) -> TensorProxy:
     if input.ndim and dim >= input.ndim:  # eager's narrow_copy checks this before narrow's IndexError
-        raise RuntimeError(f"narrow_copy(): dim {dim} is out of range for a tensor of {input.ndim} dimensions")
+        raise RuntimeError(
+            f"narrow_copy(): dim {dim} is out of range for a tensor of {input.ndim} dimensions"
+        )
     return narrow(input, dim, start, length)
 
 

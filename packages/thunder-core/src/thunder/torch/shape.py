@@ -136,7 +136,9 @@ def _check_cat_inputs(tensors: Any) -> None:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for position, t in enumerate(tensors):
         if not isinstance(t, TensorProxy):
-            raise TypeError(f"expected Tensor as element {position} in argument 0, but got {type(t).__name__}")
+            raise TypeError(
+                f"expected Tensor as element {position} in argument 0, but got {type(t).__name__}"
+            )
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {position}) cannot be concatenated")
 

@@ -61,7 +61,9 @@ def check_some_tensor(function: str, *args: Any) -> None:
     """Eager's ``TypeError`` for a function taking a tensor or numbers (``xlogy(2, x)``) called with numbers only."""
     if not any(isinstance(a, TensorProxy) for a in args):
         names = ", ".join(type(a).__name__ for a in args)
-        raise TypeError(f"{function}() received an invalid combination of arguments - got ({names}), expected a Tensor")
+        raise TypeError(
+            f"{function}() received an invalid combination of arguments - got ({names}), expected a Tensor"
+        )
 
 
 def to_dtype(a: Any, dtype: dtypes.dtype) -> Any:

@@ -539,7 +539,8 @@ def _matmul_meta(a: TensorProxy, b: TensorProxy) -> TensorProxy:
         lambda: f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D",
     )
     _check(
-        a.dtype is b.dtype, lambda: f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}"
+        a.dtype is b.dtype,
+        lambda: f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}",
     )
     a_shape = (1,) + a.shape if a.ndim == 1 else a.shape
     b_shape = b.shape + (1,) if b.ndim == 1 else b.shape
