@@ -27,8 +27,9 @@ def test_reading_data_raises_a_clear_error(case: str) -> None:
     with pytest.raises(NotImplementedError) as raised:
         thunder.jit(fn)(torch.ones(3))
     message = str(raised.value)
-    assert message.startswith(f"{construct} reads the tensor's data, which a trace cannot depend on")
-    assert "Return the tensor from the compiled function" in message
+    assert message.startswith(f"{construct} depends on the tensor's data, which thunder.jit does not see")
+    assert "return the tensor from the jitted function" in message
+    assert "torch.compile(fn, backend=ThunderCompiler())" in message
     assert "FakeTensor" not in message
     assert f"test_reads_data.py:{fn.__code__.co_firstlineno}:" in message  # the user's line
 

@@ -43,7 +43,7 @@ def test_tensor_proxy_metadata_and_comment() -> None:
 def test_proxy_refuses_data_dependent_use() -> None:
     with tracectx(Trace()):
         t = TensorProxy(shape=(2,), dtype=dtypes.float32, device="cpu")
-        with pytest.raises(NotImplementedError, match="depends on its data"):
+        with pytest.raises(NotImplementedError, match="depends on the tensor's data"):
             bool(t)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from thunder.core.compile_transform import (
 from thunder.core.cuda_graphs import with_cuda_graphs
 from thunder.core.diagnostics import instrumented_compile
 from thunder.core.diagnostics.recompiles import RecompileReason, record_recompile
+from thunder.core.diagnostics.tracebacks import with_user_frames
 from thunder.core.epilogue import Epilogue
 from thunder.core.executor import Executor, resolve_executors
 from thunder.core.options import CACHE_OPTIONS, check_callable, check_compile_options
@@ -219,7 +221,13 @@ class JittedFunction:
             with _compile_lock:
                 found = self._lookup(args, kwargs)  # another thread may have compiled it meanwhile
                 if found is None:
-                    found = self._compile_and_fetch(args, kwargs)
+                    try:
+                        found = self._compile_and_fetch(args, kwargs)
+                    except Exception as error:
+                        with_user_frames(error)  # the user's frames, not thunder's (THUNDER_FULL_TRACEBACK=1)
+                        if sys.version_info < (3, 11):
+                            raise error  # 3.10's bare raise would restore the traceback it caught
+                        raise  # 3.11+: re-raised without an entry for this frame either
         entry, inputs = found
         if entry.epilogue is None:
             return entry.computation(*inputs)

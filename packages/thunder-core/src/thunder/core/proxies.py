@@ -30,6 +30,8 @@ __all__ = [
     "register_tensor_method",
     "tensor_method",
     "reads_data_error",
+    "DataDependentError",
+    "data_dependent_error",
 ]
 
 
@@ -96,12 +98,39 @@ def _is_device_type(name: str) -> bool:
     return True
 
 
-def reads_data_error(construct: str) -> NotImplementedError:
+class DataDependentError(NotImplementedError):
+    """A construct needs a tensor's data while tracing (``if x.sum() > 0``, ``x.item()``, ``np.sin(x)``).
+
+    ``thunder.jit`` traces with shapes, dtypes and devices only; ``torch.compile`` with thunder's
+    ``ThunderCompiler`` backend runs such programs by splitting them where they read data.
+    """
+
+
+THUNDER_COMPILER_USAGE = (
+    "torch.compile(fn, backend=ThunderCompiler()) runs such programs: it splits them where they read data, "
+    "runs that part with PyTorch and the rest with thunder (from thunder.dynamo import ThunderCompiler)"
+)
+
+
+def data_dependent_error(construct: str, instead: str) -> DataDependentError:
+    """The error for ``construct``, which needs a tensor's data; ``instead``: how to do without it."""
+    return DataDependentError(
+        f"{construct} depends on the tensor's data, which thunder.jit does not see: it traces with shapes, "
+        f"dtypes and devices only (data-dependent control flow). {THUNDER_COMPILER_USAGE}. Or {instead}"
+    )
+
+
+def _numpy_instead(name: str) -> str:
+    if callable(getattr(torch, name, None)):
+        return f"use torch.{name}, which thunder traces, or call numpy outside the jitted function"
+    return "call numpy outside the jitted function"
+
+
+def reads_data_error(construct: str) -> DataDependentError:
     """The error for ``x.item()`` and other constructs that turn a tensor's data into a Python value."""
-    return NotImplementedError(
-        f"{construct} reads the tensor's data, which a trace cannot depend on: thunder sees only shapes, "
-        "dtypes and devices while tracing. Return the tensor from the compiled function and call "
-        f"{construct.removeprefix('Tensor')} on the result outside it"
+    method = construct.removeprefix("Tensor")
+    return data_dependent_error(
+        construct, f"return the tensor from the jitted function and call {method} on the result outside it"
     )
 
 
@@ -213,10 +242,23 @@ class TensorProxy(Proxy):
         return iter(tensor_method("unbind")(self, 0))
 
     def __bool__(self) -> bool:
-        raise NotImplementedError(
-            f"the truth value of tensor {self.name} depends on its data, which thunder does not see while "
-            "tracing (data-dependent control flow); compute it outside the compiled function"
+        raise data_dependent_error(
+            "The truth value of a tensor (an `if` or `while` on a tensor, `and`, `or`, `not`, `assert`, bool())",
+            "compute the condition outside the jitted function and pass it in as a Python bool",
         )
+
+    # numpy on a tensor (``np.sin(x)``, ``np.asarray(x)``): eager converts the tensor to an array
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise reads_data_error("Converting a tensor to a numpy array (numpy.asarray(t), numpy.array(t))")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        name = getattr(ufunc, "__name__", "a ufunc")
+        call = f"numpy.{name}()" if method == "__call__" else f"numpy.{name}.{method}()"
+        raise data_dependent_error(f"{call} on a tensor", _numpy_instead(name))
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        name = getattr(func, "__name__", "a function")
+        raise data_dependent_error(f"numpy.{name}() on a tensor", _numpy_instead(name))
 
     # Python values computed from the data: a trace holds no data, and what it computes cannot depend
     # on values it would have to read back (as a graph break would) without retracing on every call

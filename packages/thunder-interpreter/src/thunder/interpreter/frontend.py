@@ -144,7 +144,9 @@ def _raised_by_thunder(exc: BaseException) -> bool:
     return module.startswith("thunder.") and not module.startswith("thunder.interpreter.vm")
 
 
-_LOCATED_ERRORS = (NotImplementedError, TypeError, ValueError, RuntimeError, IndexError)
+# What thunder cannot do names the place in its message. Errors eager raises too (a shape mismatch's
+# RuntimeError) keep eager's message: the user's frame shows the place in the traceback.
+_LOCATED_ERRORS = (NotImplementedError,)
 
 
 def _sanitize(name: str) -> str:

@@ -3,7 +3,8 @@
 All of it is opt-in or quiet by default: ``save_traces="dir"`` (or ``THUNDER_SAVE_TRACES=dir``) writes
 every trace of each compile to a folder, compiles slower than ``progress_threshold`` seconds (or
 ``THUNDER_PROGRESS_THRESHOLD``, default 5) log a progress line to stderr, ``trace_to_dot`` and
-``trace_to_html`` draw a trace, and errors raised while compiling get a note saying what to try.
+``trace_to_html`` draw a trace, and errors raised while compiling get a note saying what to try and a
+traceback of the user's frames instead of thunder's (``THUNDER_FULL_TRACEBACK=1`` keeps thunder's).
 ``instrumented_compile`` ties them to the pipeline's compile step.
 """
 

@@ -38,6 +38,10 @@ EXAMINE = "thunder.examine(fn, *args) lists which operators of the program thund
 
 # exception class name -> what to try
 HINTS = {
+    "DataDependentError": (
+        "torch.compile(fn, backend=thunder.dynamo.ThunderCompiler()) runs the data-dependent part with "
+        "PyTorch and the rest with thunder"
+    ),
     "UnsupportedTorchFunctionError": (
         "compute this value outside the jitted function and pass it in, or compile with "
         "torch.compile(fn, backend=thunder.dynamo.ThunderCompiler()), which leaves such operators "
@@ -58,7 +62,8 @@ HINTS = {
 }
 _DEFAULT = (
     f"{EXAMINE}; thunder.jit(fn, save_traces='dir') writes each trace it built to 'dir'. "
-    "If eager PyTorch runs this program, this is a thunder bug worth reporting"
+    "If eager PyTorch runs this program, this is a thunder bug worth reporting "
+    "(THUNDER_FULL_TRACEBACK=1 shows thunder's own frames for the report)"
 )
 
 
