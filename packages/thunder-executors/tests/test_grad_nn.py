@@ -71,6 +71,8 @@ CASES: dict[str, tuple[Callable, Callable[[], tuple]]] = {
     "sdpa_fully_masked_row": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.tensor([[True, False], [False, False], [True, True]])),
                               lambda: (_t(2, 3, 4), _t(2, 2, 4), _t(2, 2, 3))),
     "sdpa_gqa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), lambda: (_t(1, 4, 3, 8), _t(1, 2, 5, 8), _t(1, 2, 5, 8))),
+    "sdpa_gqa_causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+                        lambda: (_t(2, 6, 5, 8), _t(2, 2, 5, 8), _t(2, 2, 5, 8))),  # flash's pair, heads repeated
     "max_pool2d_indices": (lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[0], lambda: (_t(2, 3, 7, 6),)),
     "max_pool1d_dilated": (lambda x: F.max_pool1d(x, 2, 1, dilation=2, ceil_mode=True), lambda: (_t(2, 3, 8),)),
     "avg_pool3d": (lambda x: F.avg_pool3d(x, 2, 1, 1, count_include_pad=False), lambda: (_t(1, 2, 4, 3, 5),)),

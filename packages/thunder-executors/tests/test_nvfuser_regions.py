@@ -149,3 +149,15 @@ def test_independent_parts_of_a_region_are_stages_of_their_own() -> None:
 def test_parts_reading_one_input_stay_one_stage() -> None:
     (runner,) = _runners(lambda x: (torch.exp(x) * 2, torch.sin(x) + 1), torch.randn(4, 8))
     assert len(runner.stages) == 1
+
+
+def repeat_kv(k: torch.Tensor) -> torch.Tensor:  # transformers' repeat_kv, then work on the result
+    b, heads, s, d = k.shape
+    return (k[:, :, None, :, :].expand(b, heads, 4, s, d).reshape(b, heads * 4, s, d) * 0.5).exp()
+
+
+def test_a_reshape_never_shares_a_region_with_the_broadcast_it_merges() -> None:
+    """nvFuser reshaped an in-fusion expansion wrongly on an H100 (``_reshapes_an_expansion``)."""
+    for region in _regions(repeat_kv, torch.randn(2, 2, 8, 4)):
+        expanded = {b.output.name for b in region if b.symbol.name == "broadcast_in_dim"}
+        assert not any(b.symbol.name == "reshape" and b.args[0].name in expanded for b in region), region

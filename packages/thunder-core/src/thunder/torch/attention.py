@@ -1,6 +1,8 @@
 """``F.scaled_dot_product_attention`` as its math: scores, mask, softmax, (dropout,) weighted sum.
 
-Without a mask, dropout or grouped heads, training goes through ``attention_with_lse``: the output
+Without a mask or dropout, training goes through ``attention_with_lse`` (grouped heads too: key
+and value may have fewer heads, as with ``enable_gqa``, and cuDNN's kernels read them as they are;
+the decompositions and the flash kernels repeat them per group): the output
 and the log-sum-exp of each row of scores, the two things a flash-attention backward needs
 (``attention_backward`` recomputes the probabilities blockwise from them, never storing the scores).
 Executors run the pair as PyTorch's flash-attention kernels; the decompositions are the math.
@@ -152,6 +154,7 @@ def _attention_with_lse(q: TensorProxy, k: TensorProxy, v: TensorProxy, is_causa
     """The attention output and, per query row, the log-sum-exp of its scaled scores (in the
     computation dtype: float32 for half precision)."""
     scale_value = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    k, v = _repeat_heads(k, q.shape[-3]), _repeat_heads(v, q.shape[-3])  # grouped heads
     scores = _scores(q, k, None, is_causal, scale_value)
     lse = reductions.logsumexp(scores, -1)
     probabilities = ew.exp(ew.sub(scores, shape.unsqueeze(lse, -1)))
@@ -165,8 +168,12 @@ attention_with_lse = make_composite("attention_with_lse", _attention_with_lse)
 def _attention_backward(g: TensorProxy, q: TensorProxy, k: TensorProxy, v: TensorProxy, out: TensorProxy,
                         lse: TensorProxy, is_causal: bool,
                         scale: float | None) -> tuple[TensorProxy, TensorProxy, TensorProxy]:  # fmt: skip
-    """Gradients of query, key and value from the saved output and log-sum-exp (flash attention's)."""
+    """Gradients of query, key and value from the saved output and log-sum-exp (flash attention's).
+
+    Grouped heads (fewer key/value heads than query heads) get each group's gradients summed."""
     scale_value = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    grouped_k, grouped_v = k, v
+    k, v = _repeat_heads(k, q.shape[-3]), _repeat_heads(v, q.shape[-3])
     scores = _scores(q, k, None, is_causal, scale_value)
     compute = scores.dtype
     probabilities = ew.exp(ew.sub(scores, shape.unsqueeze(to_dtype(lse, compute), -1)))
@@ -177,6 +184,8 @@ def _attention_backward(g: TensorProxy, q: TensorProxy, k: TensorProxy, v: Tenso
     grad_s = ew.mul(ew.mul(probabilities, ew.sub(grad_p, row_dot)), scale_value)
     grad_q = prims.matmul(grad_s, to_dtype(k, compute))
     grad_k = prims.matmul(shape.transpose(grad_s, -2, -1), to_dtype(q, compute))
+    if k is not grouped_k:
+        grad_k, grad_v = _sum_heads(grad_k, grouped_k), _sum_heads(grad_v, grouped_v)
     return to_dtype(grad_q, q.dtype), to_dtype(grad_k, k.dtype), to_dtype(grad_v, v.dtype)
 
 
@@ -196,11 +205,13 @@ def _attention_with_lse_vjp(g: Any, q: TensorProxy, k: TensorProxy, v: TensorPro
 
 def _flash_eligible(q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_mask: TensorProxy | None,
                     enable_gqa: bool) -> bool:  # fmt: skip
-    same_layout = q.ndim == k.ndim == v.ndim == 4 and k.shape == v.shape and q.shape[:2] == k.shape[:2]
+    same_layout = q.ndim == k.ndim == v.ndim == 4 and k.shape == v.shape and q.shape[0] == k.shape[0]
+    heads_fit = q.ndim == 4 and (q.shape[1] == k.shape[1] or (enable_gqa and q.shape[1] % k.shape[1] == 0))
     causal_square = q.ndim < 2 or q.shape[-2] == k.shape[-2]  # flash kernels align the causal mask differently otherwise
     return (
         attn_mask is None
         and same_layout
+        and heads_fit
         and q.shape[-1] == v.shape[-1]
         and q.numel() > 0
         and k.numel() > 0

@@ -69,11 +69,23 @@ def attention_with_lse(
             q, k, v, None, True, 0.0, is_causal, False, scale=scale
         )
         return out, lse.squeeze(-1)  # cuDNN's statistics are (B, H, S, 1), float32
+    k, v = _repeat_heads(k, q.shape[1]), _repeat_heads(v, q.shape[1])  # flash kernels take no grouped heads
     if q.is_cuda:
         out, lse, *_ = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, is_causal, False, scale=scale)
     else:
         out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal, scale=scale)
     return out, lse.to(_computation_dtype(q.dtype))
+
+
+def _repeat_heads(t: torch.Tensor, heads: int) -> torch.Tensor:
+    return t if t.shape[1] == heads else t.repeat_interleave(heads // t.shape[1], dim=1)
+
+
+def _sum_heads(grad: torch.Tensor, heads: int) -> torch.Tensor:
+    """The gradient of ``_repeat_heads``: each group's heads summed."""
+    if grad.shape[1] == heads:
+        return grad
+    return grad.unflatten(1, (heads, grad.shape[1] // heads)).sum(2)
 
 
 def attention_backward(
@@ -91,14 +103,16 @@ def attention_backward(
                 g, q, k, v, out, lse.unsqueeze(-1), unused, unused, None, None, None, q.shape[-2], k.shape[-2],
                 0.0, is_causal, scale=scale,
             )  # fmt: skip
-        return torch.ops.aten._scaled_dot_product_flash_attention_backward(
-            g.contiguous(), q, k, v, out, lse.float(), None, None, q.shape[-2], k.shape[-2], 0.0, is_causal,
-            unused, unused, scale=scale,
+        grad_q, grad_k, grad_v = torch.ops.aten._scaled_dot_product_flash_attention_backward(
+            g.contiguous(), q, _repeat_heads(k, q.shape[1]), _repeat_heads(v, q.shape[1]), out, lse.float(), None,
+            None, q.shape[-2], k.shape[-2], 0.0, is_causal, unused, unused, scale=scale,
         )  # fmt: skip
-    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
-        g.contiguous(), q, k, v, out, lse.to(q.dtype if q.dtype == torch.float64 else torch.float32), 0.0,
-        is_causal, scale=scale,
-    )  # fmt: skip
+    else:
+        grad_q, grad_k, grad_v = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            g.contiguous(), q, _repeat_heads(k, q.shape[1]), _repeat_heads(v, q.shape[1]), out,
+            lse.to(q.dtype if q.dtype == torch.float64 else torch.float32), 0.0, is_causal, scale=scale,
+        )  # fmt: skip
+    return grad_q, _sum_heads(grad_k, k.shape[1]), _sum_heads(grad_v, v.shape[1])
 
 
 def _attention_checker(q: TensorProxy, k: TensorProxy, v: TensorProxy, *args: object, **kwargs: object) -> bool:

@@ -112,9 +112,19 @@ def _recompute_in_consumer(
     recomputed = recomputation(cut, needed, producers, symbols)
     executor = regions[consumer][0]
     region_symbols = [claimed[i][0] for i in regions[consumer][1]]
-    if not all(executor.can_join(region_symbols, b) for b in recomputed):
+    if not _joins(executor, recomputed, region_symbols):
         return
     _add_recomputation(claimed, region_of, regions, producer_of, readers, consumer, recomputed)
+
+
+def _joins(executor: FusionExecutor, recomputed: list[BoundSymbol], region: list[BoundSymbol]) -> bool:
+    """Whether the consumer region takes the recomputed symbols, and its members that read them
+    still agree to be in it (nvFuser refuses a reshape of an expanding broadcast made in its region)."""
+    if not all(executor.can_join(region, b) for b in recomputed):
+        return False
+    made = {p.name for b in recomputed for p in b.proxy_outputs()}
+    readers = [b for b in region if any(p.name in made for p in b.proxy_args())]
+    return all(executor.can_join([*recomputed, *region], b) for b in readers)
 
 
 def _add_recomputation(

@@ -82,8 +82,13 @@ class FusionStage:
         self.structure = structure_key(region, inputs, outputs)
         self.definitions: dict[tuple, Any] = {}
         self._by_raw_metadata: dict[tuple, Any] = {}
+        reshaped = {b.args[0].name for b in region if b.symbol.name == "reshape"}
+        self._reshaped_inputs = [i for i, p in enumerate(inputs) if p.name in reshaped]
 
     def __call__(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        for i in self._reshaped_inputs:  # an expanded input is reshaped wrongly (``_reshapes_an_expansion``)
+            if any(stride == 0 and size > 1 for stride, size in zip(tensors[i].stride(), tensors[i].shape)):
+                tensors = [*tensors[:i], tensors[i].contiguous(), *tensors[i + 1 :]]
         # Looked up by the tensors' raw metadata first (cheaper than the layout on every call,
         # microseconds a tensor); layouts equal under ``layout_key`` share one definition.
         raw = tuple((t.dtype, t.shape, t.stride(), t.device) for t in tensors)
@@ -261,6 +266,31 @@ def _is_identity(bound_symbol: BoundSymbol) -> bool:
     return all(p.name in inputs for p in bound_symbol.proxy_outputs())
 
 
+def _reshapes_an_expansion(region: Sequence[BoundSymbol], bound_symbol: BoundSymbol) -> bool:
+    """A reshape of a broadcast made in the region that expands a size-1 dim (HF's ``repeat_kv``).
+
+    nvFuser gave a wrong output for that pair on an H100: grouped-query attention's keys, broadcast
+    [2, 4, 1, 512, 64] -> [2, 4, 4, 512, 64] and reshaped to [2, 16, 512, 64], came out with 4
+    heads (HF Llama's float32 training step, tests/integration/test_hf_training_gpu.py). Such a
+    reshape goes to another region, whose runner materializes the expanded input (``FusionStage``).
+    """
+    if bound_symbol.symbol.name != "reshape":
+        return False
+    source = bound_symbol.args[0]
+    for b in region:
+        if b.symbol.name == "broadcast_in_dim" and b.output.name == source.name:
+            return any(old != new for old, new in zip(_broadcast_source_sizes(b), b.output.shape))
+    return False
+
+
+def _broadcast_source_sizes(b: BoundSymbol) -> list[int]:
+    """The input's size at each output dim of a broadcast_in_dim (1 where a dim is new)."""
+    sizes = [1] * len(b.output.shape)
+    for input_dim, output_dim in enumerate(b.args[2]):
+        sizes[output_dim] = b.args[0].shape[input_dim]
+    return sizes
+
+
 def _values_of(bound_symbol: BoundSymbol) -> list:
     if bound_symbol.symbol.name == "cat":
         return [*bound_symbol.args[0], *bound_symbol.args[1:]]
@@ -324,6 +354,8 @@ class NvFuserExecutor(FusionExecutor):
         are kept apart too (that case also mixed dim 0 and dim 1). A refused reduction goes to
         another region.
         """
+        if _reshapes_an_expansion(region, bound_symbol):
+            return False
         aliases = _same_dtype_conversions([*region, bound_symbol])
         key = _reduction_key(bound_symbol, aliases)
         if key is None:
