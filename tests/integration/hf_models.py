@@ -45,7 +45,9 @@ class HFModel:
         return {"input_ids": ids, "labels": ids, "use_cache": False}
 
 
-def decoder(config_class: str, model_class: str, attention: str = "sdpa", **options: Any) -> Callable:
+def from_config(config_class: str, model_class: str, attention: str = "sdpa", **options: Any) -> Callable:
+    """A builder of a model whose config takes the common option names (decoders, BERT, RoBERTa)."""
+
     def build(layers: int = 2) -> torch.nn.Module:
         settings: dict[str, Any] = {
             "vocab_size": VOCAB, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": layers,
@@ -67,22 +69,6 @@ def _gpt2(attention: str) -> Callable:
         return transformers.GPT2LMHeadModel(config)
 
     return build
-
-
-def _bert(layers: int = 2) -> torch.nn.Module:
-    config = transformers.BertConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=4,
-        max_position_embeddings=64, attn_implementation="sdpa",
-    )  # fmt: skip
-    return transformers.BertForMaskedLM(config)
-
-
-def _roberta(layers: int = 2) -> torch.nn.Module:
-    config = transformers.RobertaConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=4,
-        max_position_embeddings=64, attn_implementation="eager",
-    )  # fmt: skip
-    return transformers.RobertaForMaskedLM(config)
 
 
 def _t5(layers: int = 2) -> torch.nn.Module:
@@ -125,24 +111,24 @@ slow = (pytest.mark.slow,)
 MODELS = [
     HFModel("gpt2", _gpt2("sdpa")),
     HFModel("gpt2-eager-attention", _gpt2("eager")),
-    HFModel("llama", decoder("LlamaConfig", "LlamaForCausalLM", num_key_value_heads=2)),
-    HFModel("llama-eager-attention", decoder("LlamaConfig", "LlamaForCausalLM", "eager", num_key_value_heads=2)),
-    HFModel("mistral", decoder("MistralConfig", "MistralForCausalLM", num_key_value_heads=2)),
-    HFModel("qwen2", decoder("Qwen2Config", "Qwen2ForCausalLM", num_key_value_heads=2)),
-    HFModel("phi3", decoder("Phi3Config", "Phi3ForCausalLM", num_key_value_heads=2, pad_token_id=0)),
-    HFModel("gemma", decoder("GemmaConfig", "GemmaForCausalLM", num_key_value_heads=2, head_dim=8)),
-    HFModel("bert", _bert, kind="masked"),
+    HFModel("llama", from_config("LlamaConfig", "LlamaForCausalLM", num_key_value_heads=2)),
+    HFModel("llama-eager-attention", from_config("LlamaConfig", "LlamaForCausalLM", "eager", num_key_value_heads=2)),
+    HFModel("mistral", from_config("MistralConfig", "MistralForCausalLM", num_key_value_heads=2)),
+    HFModel("qwen2", from_config("Qwen2Config", "Qwen2ForCausalLM", num_key_value_heads=2)),
+    HFModel("phi3", from_config("Phi3Config", "Phi3ForCausalLM", num_key_value_heads=2, pad_token_id=0)),
+    HFModel("gemma", from_config("GemmaConfig", "GemmaForCausalLM", num_key_value_heads=2, head_dim=8)),
+    HFModel("bert", from_config("BertConfig", "BertForMaskedLM"), kind="masked"),
     HFModel("t5", _t5, kind="seq2seq"),
     HFModel("vit", _vit, kind="vision"),
-    HFModel("gpt-neox", decoder("GPTNeoXConfig", "GPTNeoXForCausalLM")),
+    HFModel("gpt-neox", from_config("GPTNeoXConfig", "GPTNeoXForCausalLM")),
     HFModel("falcon", _falcon),
     HFModel("opt", _opt),
-    HFModel("gemma2", decoder("Gemma2Config", "Gemma2ForCausalLM", "eager", num_key_value_heads=2, head_dim=8), marks=slow),
-    HFModel("phi", decoder("PhiConfig", "PhiForCausalLM"), marks=slow),
-    HFModel("starcoder2", decoder("Starcoder2Config", "Starcoder2ForCausalLM", num_key_value_heads=2), marks=slow),
-    HFModel("roberta", _roberta, kind="masked", marks=slow),
+    HFModel("gemma2", from_config("Gemma2Config", "Gemma2ForCausalLM", "eager", num_key_value_heads=2, head_dim=8), marks=slow),
+    HFModel("phi", from_config("PhiConfig", "PhiForCausalLM"), marks=slow),
+    HFModel("starcoder2", from_config("Starcoder2Config", "Starcoder2ForCausalLM", num_key_value_heads=2), marks=slow),
+    HFModel("roberta", from_config("RobertaConfig", "RobertaForMaskedLM", "eager"), kind="masked", marks=slow),
     # The default experts implementation ("grouped_mm") calls torch.histc and a transformers custom
     # op, both fallbacks today; "batched_mm" is all native.
-    HFModel("mixtral", decoder("MixtralConfig", "MixtralForCausalLM", num_key_value_heads=2, num_local_experts=4,
+    HFModel("mixtral", from_config("MixtralConfig", "MixtralForCausalLM", num_key_value_heads=2, num_local_experts=4,
                                 num_experts_per_tok=2, experts_implementation="batched_mm"), marks=slow),
 ]  # fmt: skip

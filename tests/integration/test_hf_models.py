@@ -23,7 +23,7 @@ from thunder.core import fallback
 
 pytest.importorskip("transformers", reason="transformers is not installed (the `test` extra has it)")
 
-from hf_models import MODELS, HFModel, decoder  # noqa: E402  (a helper module of this folder)
+from hf_models import MODELS, HFModel, from_config  # noqa: E402  (a helper module of this folder)
 
 ATOL, RTOL = 1e-5, 1e-4  # float32 throughout
 
@@ -120,7 +120,7 @@ class _ScaledMLP(torch.nn.Module):
 def test_fallback_is_detected() -> None:
     """The no-fallback assertion above can fail: a model with an unknown operator has a fallback."""
     torch.manual_seed(0)
-    model = decoder("LlamaConfig", "LlamaForCausalLM", num_key_value_heads=2)().eval()
+    model = from_config("LlamaConfig", "LlamaForCausalLM", num_key_value_heads=2)().eval()
     layer = model.model.layers[0]
     layer.mlp = _ScaledMLP(layer.mlp)
     eager_model = copy.deepcopy(model)

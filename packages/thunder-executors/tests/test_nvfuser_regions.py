@@ -15,7 +15,7 @@ from thunder.core.executor import FusionExecutor
 from thunder.core.symbol import BoundSymbol
 from thunder.core.transforms.claim_executors import claim_executors
 from thunder.executors.nvfuser.executor import NvFuserExecutor
-from thunder.executors.nvfuser.translate import ELEMENTWISE, REDUCTIONS, SHAPES
+from thunder.executors.nvfuser.translate import REDUCTIONS
 from thunder.executors.torchex import executor as torch_executor
 
 
@@ -23,12 +23,7 @@ class AnyDeviceNvFuser(NvFuserExecutor):
     """nvFuser's claims and region rules without its CUDA-only check, to see regions on the CPU."""
 
     def can_fuse(self, bound_symbol: BoundSymbol) -> bool:
-        symbol = bound_symbol.symbol
-        return (
-            symbol.is_leaf
-            and symbol.module == "prims"
-            and symbol.name in {*ELEMENTWISE, *REDUCTIONS, *SHAPES}
-        )
+        return self.fuses_on_any_device(bound_symbol)
 
 
 def _regions(fn, *inputs: torch.Tensor) -> list[list[BoundSymbol]]:

@@ -81,29 +81,40 @@ class FusionStage:
         self.region, self.inputs, self.outputs = region, inputs, outputs
         self.structure = structure_key(region, inputs, outputs)
         self.definitions: dict[tuple, Any] = {}
-        self._by_raw_metadata: dict[tuple, Any] = {}
+        self._by_raw_metadata: dict[tuple, tuple[Any, frozenset[int]]] = {}
         reshaped = {b.args[0].name for b in region if b.symbol.name == "reshape"}
         self._reshaped_inputs = [i for i, p in enumerate(inputs) if p.name in reshaped]
 
     def __call__(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-        for i in self._reshaped_inputs:  # an expanded input is reshaped wrongly (``_reshapes_an_expansion``)
-            if any(stride == 0 and size > 1 for stride, size in zip(tensors[i].stride(), tensors[i].shape)):
-                tensors = [*tensors[:i], tensors[i].contiguous(), *tensors[i + 1 :]]
         # Looked up by the tensors' raw metadata first (cheaper than the layout on every call,
         # microseconds a tensor); layouts equal under ``layout_key`` share one definition.
         raw = tuple((t.dtype, t.shape, t.stride(), t.device) for t in tensors)
-        fd = self._by_raw_metadata.get(raw)
-        if fd is None:
-            key = tuple(layout_key(t) for t in tensors)
-            fd = self.definitions.get(key)
-            if fd is None:
-                fd = _shared_definition(
-                    (self.structure, key),
-                    lambda: define_fusion(nvfuser_module(), self.region, self.inputs, self.outputs, tensors),
-                )
-                self.definitions[key] = fd
-            self._by_raw_metadata[raw] = fd
+        found = self._by_raw_metadata.get(raw)
+        if found is None:
+            found = self._by_raw_metadata[raw] = self._definition_for(tensors)
+        fd, expanded = found
+        if expanded:
+            tensors = [t.contiguous() if i in expanded else t for i, t in enumerate(tensors)]
         return list(fd.execute(tensors))
+
+    def _definition_for(self, tensors: list[torch.Tensor]) -> tuple[Any, frozenset[int]]:
+        """The definition for these inputs, and which of them it reads materialized: an expanded
+        input that the region reshapes (nvFuser reshapes expansions wrongly, ``_reshapes_an_expansion``)."""
+        expanded = frozenset(
+            i
+            for i in self._reshaped_inputs
+            if any(stride == 0 and size > 1 for stride, size in zip(tensors[i].stride(), tensors[i].shape))
+        )
+        tensors = [t.contiguous() if i in expanded else t for i, t in enumerate(tensors)]
+        key = tuple(layout_key(t) for t in tensors)
+        fd = self.definitions.get(key)
+        if fd is None:
+            fd = _shared_definition(
+                (self.structure, key),
+                lambda: define_fusion(nvfuser_module(), self.region, self.inputs, self.outputs, tensors),
+            )
+            self.definitions[key] = fd
+        return fd, expanded
 
 
 class FusionRunner:
