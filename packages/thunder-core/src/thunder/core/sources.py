@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import keyword
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "Source",
@@ -127,9 +127,11 @@ class ItemSource(Source):
     key: Any  # an int, str or other constant usable as a literal
 
     def expression(self, constant_name: Any) -> str:
+        return f"{self.base.expression(constant_name)}[{self._key_expression(constant_name)}]"
+
+    def _key_expression(self, constant_name: Any) -> str:
         # only an int's or a str's repr is known to be a literal; any other key is bound by name
-        key = repr(self.key) if type(self.key) in (int, str) else constant_name(self.key)
-        return f"{self.base.expression(constant_name)}[{key}]"
+        return repr(self.key) if type(self.key) in (int, str) else constant_name(self.key)
 
     def describe(self) -> str:
         return f"{self.base.describe()}[{self.key!r}]"
@@ -143,8 +145,8 @@ class StoredItemSource(ItemSource):
     container: type = dict  # dict, list or tuple
 
     def expression(self, constant_name: Any) -> str:
-        key = repr(self.key) if type(self.key) in (int, str) else constant_name(self.key)
-        return f"{self.container.__name__}.__getitem__({self.base.expression(constant_name)}, {key})"
+        base = self.base.expression(constant_name)
+        return f"{self.container.__name__}.__getitem__({base}, {self._key_expression(constant_name)})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,29 +164,56 @@ class ConstantSource(Source):
 
 
 @dataclass(frozen=True, eq=False)
-class LengthSource(Source):
-    """The length of a sequence the computation iterated or unpacked."""
+class _BuiltinCallSource(Source):
+    """Abstract: a builtin applied to another source's value, spelled ``len(args[0])`` both in the
+    prologue and in messages. ``function`` names the builtin; ``_call`` adds any further argument."""
 
     base: Source
+    function: ClassVar[str]
+
+    def _call(self, argument: str) -> str:
+        return f"{self.function}({argument})"
 
     def expression(self, constant_name: Any) -> str:
-        return f"len({self.base.expression(constant_name)})"
+        return self._call(self.base.expression(constant_name))
 
     def describe(self) -> str:
-        return f"len({self.base.describe()})"
+        return self._call(self.base.describe())
 
 
 @dataclass(frozen=True, eq=False)
-class KeysSource(Source):
+class LengthSource(_BuiltinCallSource):
+    """The length of a sequence the computation iterated or unpacked."""
+
+    function = "len"
+
+
+@dataclass(frozen=True, eq=False)
+class KeysSource(_BuiltinCallSource):
     """The keys of a dict, in order, as a tuple."""
 
-    base: Source
-
-    def expression(self, constant_name: Any) -> str:
-        return f"tuple({self.base.expression(constant_name)})"
+    function = "tuple"
 
     def describe(self) -> str:
         return f"the keys of {self.base.describe()}"
+
+
+@dataclass(frozen=True, eq=False)
+class TypeSource(_BuiltinCallSource):
+    """The type of a value: ``type(args[0])``, checked by identity for objects guarded by their attributes."""
+
+    function = "type"
+
+
+@dataclass(frozen=True, eq=False)
+class HasAttributeSource(_BuiltinCallSource):
+    """Whether a value has an attribute: the program found it missing (``getattr(obj, name, default)``)."""
+
+    name: str
+    function = "hasattr"
+
+    def _call(self, argument: str) -> str:
+        return f"{self.function}({argument}, {self.name!r})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,30 +224,3 @@ class CallSource(Source):
 
     def expression(self, constant_name: Any) -> str:
         return self.name
-
-
-@dataclass(frozen=True, eq=False)
-class TypeSource(Source):
-    """The type of a value: ``type(args[0])``, checked by identity for objects guarded by their attributes."""
-
-    base: Source
-
-    def expression(self, constant_name: Any) -> str:
-        return f"type({self.base.expression(constant_name)})"
-
-    def describe(self) -> str:
-        return f"type({self.base.describe()})"
-
-
-@dataclass(frozen=True, eq=False)
-class HasAttributeSource(Source):
-    """Whether a value has an attribute: the program found it missing (``getattr(obj, name, default)``)."""
-
-    base: Source
-    name: str
-
-    def expression(self, constant_name: Any) -> str:
-        return f"hasattr({self.base.expression(constant_name)}, {self.name!r})"
-
-    def describe(self) -> str:
-        return f"hasattr({self.base.describe()}, {self.name!r})"
