@@ -28,6 +28,7 @@ from thunder.core.executor import (  # noqa: E402
 )
 from thunder.core.module import ThunderModule  # noqa: E402
 from thunder.core.pipeline import compile_data, compile_stats  # noqa: E402
+from thunder.core.proxies import DataDependentError  # noqa: E402
 from thunder.core.trace import Trace  # noqa: E402
 from thunder.examine import ExamineReport, examine  # noqa: E402
 from thunder.interpreter import interpreter_frontend  # noqa: E402
@@ -56,6 +57,7 @@ __all__ = [
     "set_default_executors",
     "ThunderModule",
     "Trace",
+    "DataDependentError",
 ]
 
 

@@ -178,6 +178,12 @@ def test_data_dependent_message_names_construct_place_and_thunder_compiler(const
     assert "thunder bug worth reporting" not in notes
 
 
+def test_data_dependent_error_is_public() -> None:
+    assert thunder.DataDependentError is DataDependentError and "DataDependentError" in thunder.__all__
+    with pytest.raises(thunder.DataDependentError):
+        thunder.jit(branch_on_data)(torch.randn(3))
+
+
 def _source(fn: Callable) -> str:
     import inspect
 
