@@ -61,6 +61,40 @@ def test_number_where_eager_needs_a_tensor_is_a_type_error() -> None:
         thunder.jit(fn)(torch.ones(2))
 
 
+def _closing_note(error: BaseException) -> str:
+    return next(note for note in error.__notes__ if note.startswith("thunder: compiling"))
+
+
+def test_the_programs_error_is_not_called_a_thunder_bug() -> None:
+    with pytest.raises(RuntimeError) as info:
+        thunder.jit(_matmul)(torch.randn(2, 3), torch.randn(4, 5))
+    note = _closing_note(info.value)
+    assert f"failed at {__file__}:{_matmul.__code__.co_firstlineno + 1} (your code)" in note, note
+    assert "eager PyTorch raises the same error" in note and "thunder bug" not in note
+
+
+def test_an_error_in_thunders_code_may_be_a_thunder_bug_and_is_not_the_users() -> None:
+    # a transform compiled from a string, as generated code or an exec'd copy of a thunder module is
+    namespace: dict = {}
+    exec(compile("def transform(trace):\n    assert False, 'internal'\n", "copy_of_a_pass", "exec"), namespace)
+    with pytest.raises(AssertionError) as info:
+        thunder.jit(lambda x: x + 1, transforms=[namespace["transform"]])(torch.ones(2))
+    note = _closing_note(info.value)
+    assert note.startswith("thunder: compiling <lambda> failed. What to try:"), note
+    assert "(your code)" not in note and "thunder bug worth reporting" in note
+
+
+def test_an_error_in_the_users_transform_names_its_line() -> None:
+    def transform(trace: thunder.Trace) -> thunder.Trace:
+        raise RuntimeError("the user's transform failed")
+
+    with pytest.raises(RuntimeError) as info:
+        thunder.jit(lambda x: x + 1, transforms=[transform])(torch.ones(2))
+    note = _closing_note(info.value)
+    assert f"failed at {__file__}:{transform.__code__.co_firstlineno + 1} (your code)" in note, note
+    assert "thunder bug worth reporting" in note  # not raised while tracing: may be thunder's fault
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. tracebacks: the user's frames, not thunder's
 

@@ -4,10 +4,16 @@ The interpreter already notes each interpreted frame an exception crossed (``thu
 file:line: source``). This adds one closing note that names the innermost frame of user code (not
 thunder's, not torch's) and a suggestion chosen by the kind of error, matched by class name so that
 core needs no import of the packages that define some of them.
+
+An error of eager's own types raised while the interpreter ran the user's code is the program's:
+thunder's shape, dtype and device checks raise them as eager does, so eager raises it too, and the
+note does not call it a thunder bug. Any other error (an internal one, or one raised after tracing,
+in a transform or an executor) may be thunder's: the note says so.
 """
 
 from __future__ import annotations
 
+import linecache
 import re
 import traceback
 from pathlib import Path
@@ -65,30 +71,58 @@ _DEFAULT = (
     "If eager PyTorch runs this program, this is a thunder bug worth reporting "
     "(THUNDER_FULL_TRACEBACK=1 shows thunder's own frames for the report)"
 )
+# The exception types thunder's checks raise where eager does; exactly these, not thunder's own
+# subclasses of them (InterpreterError is a RuntimeError)
+_EAGERS_TYPES = (RuntimeError, TypeError, ValueError, IndexError)
+_PROGRAMS_ERROR = (
+    "correct the program there; eager PyTorch raises the same error at that line (thunder checks "
+    "shapes, dtypes and devices as eager does)"
+)
 
 
-def _is_library(filename: str) -> bool:
-    return filename.startswith(_THUNDER_ROOT) or any(marker in filename for marker in _LIBRARY_MARKERS)
+def _is_users(filename: str, line: int) -> bool:
+    """A frame of the user's program: not a library's, and from source Python can show (not code a
+    library compiled from a string, such as a generated trace or an exec'd copy of a module)."""
+    if filename.startswith(_THUNDER_ROOT) or any(marker in filename for marker in _LIBRARY_MARKERS):
+        return False
+    return bool(linecache.getline(filename, line).strip())
+
+
+def _noted_location(error: BaseException) -> str | None:
+    """``file:line`` of the innermost user frame the interpreter was running when ``error`` arose."""
+    for note in getattr(error, "__notes__", ()):
+        match = _FRAME_NOTE.search(note)
+        if match and _is_users(match["file"], int(match["line"])):
+            return f"{match['file']}:{match['line']}"
+    return None
 
 
 def user_location(error: BaseException) -> str | None:
     """``file:line`` of the innermost user frame: from the interpreter's notes, else the traceback."""
-    for note in getattr(error, "__notes__", ()):
-        match = _FRAME_NOTE.search(note)
-        if match and not _is_library(match["file"]):
-            return f"{match['file']}:{match['line']}"
-    frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ else []
-    for frame in reversed(frames):
-        if not _is_library(frame.filename):
-            return f"{frame.filename}:{frame.lineno}"
+    location = _noted_location(error)
+    if location is not None:
+        return location
+    for frame, line in reversed(list(traceback.walk_tb(error.__traceback__))):
+        filename = frame.f_code.co_filename
+        if not str(frame.f_globals.get("__name__")).startswith("thunder.") and _is_users(filename, line):
+            return f"{filename}:{line}"  # code thunder called, a transform or an executor of the user's
     return None
+
+
+def _hint(error: BaseException) -> str:
+    named = next((HINTS[cls.__name__] for cls in type(error).__mro__ if cls.__name__ in HINTS), None)
+    if named is not None:
+        return named
+    if type(error) in _EAGERS_TYPES and _noted_location(error) is not None:
+        return _PROGRAMS_ERROR
+    return _DEFAULT
 
 
 def add_hint(error: BaseException, fn_name: str) -> None:
     """Note where in the user's code ``error`` arose and what to try (once per exception)."""
     if any(note.startswith("thunder: compiling") for note in getattr(error, "__notes__", ())):
         return
-    hint = next((HINTS[cls.__name__] for cls in type(error).__mro__ if cls.__name__ in HINTS), _DEFAULT)
+    hint = _hint(error)
     location = user_location(error)
     where = f" failed at {location} (your code)" if location else " failed"
     try:
