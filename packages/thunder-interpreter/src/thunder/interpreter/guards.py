@@ -136,7 +136,8 @@ class ValueGuards:
         self.location = location
         self._containers: dict[int, tuple[Any, Any]] = {}
         self._python_modules: set[int] = set()  # ids of the sources of Python modules read
-        self._objects: dict[int, tuple[Any, Source]] = {}  # guarded by type and attributes read
+        # ids of the objects guarded by type and the attributes read (their first source is in ``_aliases``)
+        self._attribute_guarded: set[int] = set()
         self._tensor_sources: set[str] = set()  # where tensors were read from (``args[0]``)
         self._frozen: set[int] = set()  # ids of sources of checked immutable values (code objects)
         # first source of each mutable object loaded: a second path to it gets an ``is`` check
@@ -157,7 +158,7 @@ class ValueGuards:
         return result
 
     def _load(self, value: Any, source: Source, name: str | None) -> Any:
-        if self._aliases and not isinstance(value, torch.Tensor):
+        if self._aliases:
             first = self._aliases.get(id(value))
             if first is not None and first[0] is value:  # reached before through another path
                 self.builder.add_alias_guard(source, first[1])
@@ -176,19 +177,17 @@ class ValueGuards:
             return value
         if self.load_number is not None and type(value) in (int, float):
             return self.load_number(value, source, name)
-        if isinstance(value, (enum.Enum,)) or _is_sentinel(value):
+        if isinstance(value, enum.Enum) or _is_sentinel(value):
             self.builder.add_identity_guard(value, source)
             return value
         if _is_constant_value(value):
             self.builder.add_value_guard(value, source)
             return value
-        value_type = type(value)
-        if value_type is tuple or value_type is list:
+        if isinstance(value, (tuple, list)):  # no class is both a dict and a tuple or list
             return self._sequence(value, source)
         if isinstance(value, dict):
             return self._dict(value, source)
-        if isinstance(value, (tuple, list)):
-            return self._sequence(value, source)
+        value_type = type(value)
         if value_type is functools.partial:
             return self._partial(value, source)
         if value_type is types.MethodType:
@@ -206,7 +205,7 @@ class ValueGuards:
             )
         if _is_python_object(value):
             self.builder.add_identity_guard(value_type, TypeSource(source))
-            self._objects[id(value)] = (value, source)
+            self._attribute_guarded.add(id(value))  # an aliasable value: ``_aliases`` now holds its source
             return value
         self._identity(value, source)
         return value
@@ -217,12 +216,12 @@ class ValueGuards:
         An object guarded by its type and attributes is then checked by identity too, unless the
         other value is of another type (``obj is None``): the type check already decides that test.
         """
-        if type(left) is not type(right) or not self._objects:
+        if type(left) is not type(right) or not self._attribute_guarded:
             return
         for value in (left, right):
-            known = self._objects.get(id(value))
-            if known is not None and known[0] is value:
-                self.builder.add_identity_guard(value, known[1])
+            # ``_aliases`` keeps the object alive, so an id found here cannot be another object's
+            if id(value) in self._attribute_guarded:
+                self.builder.add_identity_guard(value, self._aliases[id(value)][1])
 
     def _where(self) -> str:
         location = self.location()
@@ -324,8 +323,6 @@ def _read_from_python_module(source: Source, python_modules: set[int]) -> bool:
 
 def _rebuild_sequence(value: Any, loaded: list) -> Any:
     value_type = type(value)
-    if value_type is tuple or value_type is list:
-        return value_type(loaded)
     if hasattr(value_type, "_fields"):  # a named tuple
         return value_type(*loaded)
     return value_type(loaded)
