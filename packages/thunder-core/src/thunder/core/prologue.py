@@ -204,6 +204,13 @@ class PrologueBuilder:
         self._fetch_names: list[str] = []
         self._finished = False
 
+    def _first_guard(self, key: str) -> bool:
+        """True the first time a check is asked for ``key`` (the expression checked): later ones are dropped."""
+        if key in self._guarded:
+            return False
+        self._guarded.add(key)
+        return True
+
     def _fetch_name(self) -> str:
         name = f"_fetched{len(self._fetch_names)}"
         while name in self.prologue.names or name in self.computation.names:
@@ -253,9 +260,8 @@ class PrologueBuilder:
     def add_value_guard(self, value: Any, source: Source) -> None:
         """Specialize on a Python value: the prologue checks it is equal on later calls."""
         expression = source.expression(self._constant_name)
-        if expression in self._guarded:
+        if not self._first_guard(expression):
             return
-        self._guarded.add(expression)
         if isinstance(source, KeysSource) and value == ():  # no hooks: one truth test, no tuple built
             self._record(BoundSymbol(CHECK_EMPTY, (source.base.expression(self._constant_name),)))
             return
@@ -271,17 +277,14 @@ class PrologueBuilder:
         """Specialize on two paths reaching one object (``f(s, s)``): the trace read it as one."""
         expression = source.expression(self._constant_name)
         first_expression = first_source.expression(self._constant_name)
-        key = f"{expression} is {first_expression}"
-        if expression == first_expression or key in self._guarded:
+        if expression == first_expression or not self._first_guard(f"{expression} is {first_expression}"):
             return
-        self._guarded.add(key)
         self._record(BoundSymbol(CHECK_SAME, (expression, first_expression)))
 
     def add_empty_guard(self, source: Source) -> None:
         """Specialize on a value being empty (false): a module's hook tables, always dicts, have no hooks."""
         expression = source.expression(self._constant_name)
-        if expression not in self._guarded:
-            self._guarded.add(expression)
+        if self._first_guard(expression):
             self._record(BoundSymbol(CHECK_EMPTY, (expression,)))
 
     def add_container_guard(self, value: Any, source: Source) -> None:
@@ -291,9 +294,8 @@ class PrologueBuilder:
         an enum or a module key by identity). The items are guarded one by one by the caller.
         """
         expression = source.expression(self._constant_name)
-        if expression in self._guarded:
+        if not self._first_guard(expression):
             return
-        self._guarded.add(expression)
         container_type = type(value)
         type_name = (
             container_type.__name__
@@ -352,10 +354,8 @@ class PrologueBuilder:
     def add_identity_guard(self, value: Any, source: Source) -> None:
         """Specialize on an object itself: the prologue checks it is the same object on later calls."""
         expression = source.expression(self._constant_name)
-        if expression in self._guarded:
-            return
-        self._guarded.add(expression)
-        self._record(BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value), _shown(value))))
+        if self._first_guard(expression):
+            self._record(BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value), _shown(value))))
 
     def finish(self) -> Trace:
         expression_index = {
