@@ -25,11 +25,14 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-__all__ = ["GuardCase", "Part", "Use", "USES", "WRAPS", "ROUTES", "guard_cases", "build", "NAMESPACE"]
+__all__ = [
+    "GuardCase", "Part", "Use", "USES", "WRAPS", "ROUTES", "guard_cases", "build", "NAMESPACE",
+    "Color", "Shade", "Level", "Pair", "Box", "Frozen", "Holder",
+]  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
-# The kinds of values: the enums, records and callables programs see
+# The kinds of values: the enums, records and callables programs see (test_guard_regressions.py's too)
 
 
 class Color(enum.Enum):

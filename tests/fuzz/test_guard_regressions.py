@@ -8,17 +8,16 @@ eager's exception type). Where both cache modes apply, both run.
 
 from __future__ import annotations
 
-import enum
 import functools
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
 from guard_check import check_calls
+from guard_programs import Box, Color, Level, Pair, Shade
 
 CACHES = pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
 
@@ -29,31 +28,6 @@ def _calls(x: torch.Tensor, *values: Any) -> list:
 
 def _check(fn: Callable, x: torch.Tensor, values: list, cache: str = "constant values") -> None:
     check_calls(fn, _calls(x, *values), cache=cache)
-
-
-class E(enum.Enum):
-    A = 1
-    B = 2
-
-
-class Other(enum.Enum):
-    A = 1
-
-
-class Level(enum.IntEnum):
-    LOW = 1
-    HIGH = 2
-
-
-class Pair(NamedTuple):
-    a: Any
-    b: Any
-
-
-@dataclass
-class Box:
-    scale: Any
-    shift: Any = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,7 +54,11 @@ def test_index_with_another_tuple_of_slice_and_int(cache: str) -> None:
 
 
 def test_enum_member_in_a_branch() -> None:
-    _check(lambda x, e: x + 1 if e is E.A else x - 1, torch.zeros(3), [E.A, E.B, Other.A, E.A])
+    _check(
+        lambda x, e: x + 1 if e is Color.RED else x - 1,
+        torch.zeros(3),
+        [Color.RED, Color.GREEN, Shade.RED, Color.RED],
+    )
 
 
 @CACHES
@@ -340,9 +318,7 @@ def test_named_tuple_fields(cache: str) -> None:
 
 @CACHES
 def test_dataclass_fields(cache: str) -> None:
-    _check(
-        lambda x, b: x * b.scale + b.shift, torch.arange(3.0), [Box(2), Box(3), Box(2, 1), Box(2.5)], cache
-    )
+    _check(lambda x, b: x * b.v + b.w, torch.arange(3.0), [Box(2), Box(3), Box(2, 1), Box(2.5)], cache)
 
 
 def test_dataclass_mutated_between_calls() -> None:
@@ -350,12 +326,12 @@ def test_dataclass_mutated_between_calls() -> None:
 
     def call(scale: Any) -> Callable:
         def prepare() -> tuple:
-            box.scale = scale
+            box.v = scale
             return (x, box), {}
 
         return prepare
 
-    check_calls(lambda x, b: x * b.scale, [call(2), call(3), call(1.5)])
+    check_calls(lambda x, b: x * b.v, [call(2), call(3), call(1.5)])
 
 
 def _affine(x: torch.Tensor, k: Any = 2, c: Any = 0) -> torch.Tensor:
