@@ -20,7 +20,15 @@ from thunder.core.sources import KeysSource, Source
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
 
-__all__ = ["GuardFailure", "PrologueBuilder", "check_tensor", "check_value", "check_identity", "check_keys"]
+__all__ = [
+    "GuardFailure",
+    "PrologueBuilder",
+    "check_tensor",
+    "check_value",
+    "check_identity",
+    "check_keys",
+    "shown_value",
+]
 
 
 class GuardFailure(Exception):
@@ -162,8 +170,9 @@ def _finite(value: Any) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
 
-def _shown(value: Any) -> str:
-    """A one-line, comment-safe rendering of a value the prologue binds by name."""
+def shown_value(value: Any) -> str:
+    """A value on one line of at most 80 characters: in the prologue's comments (a value it binds by
+    name) and in recompile reasons (core/diagnostics/recompiles.py)."""
     if isinstance(value, torch.nn.Module):  # its repr lists every submodule
         return f"<{type(value).__name__} module>"
     if isinstance(value, type):
@@ -271,7 +280,9 @@ class PrologueBuilder:
         if literal:
             self._record(BoundSymbol(CHECK_VALUE, (expression, repr(value))))
         else:
-            self._record(BoundSymbol(CHECK_VALUE, (expression, self._constant_name(value), _shown(value))))
+            self._record(
+                BoundSymbol(CHECK_VALUE, (expression, self._constant_name(value), shown_value(value)))
+            )
 
     def add_alias_guard(self, source: Source, first_source: Source) -> None:
         """Specialize on two paths reaching one object (``f(s, s)``): the trace read it as one."""
@@ -312,7 +323,9 @@ class PrologueBuilder:
             self._record(BoundSymbol(CHECK_CONTAINER, (expression, type_name, "type", None)))
             keys = tuple(value)
             self._record(
-                BoundSymbol(CHECK_KEYS, (f"tuple({expression})", self._constant_name(keys), _shown(keys)))
+                BoundSymbol(
+                    CHECK_KEYS, (f"tuple({expression})", self._constant_name(keys), shown_value(keys))
+                )
             )
 
     def add_number(self, value: int | float, source: Source, name: str | None = None) -> NumberProxy:
@@ -355,7 +368,9 @@ class PrologueBuilder:
         """Specialize on an object itself: the prologue checks it is the same object on later calls."""
         expression = source.expression(self._constant_name)
         if self._first_guard(expression):
-            self._record(BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value), _shown(value))))
+            self._record(
+                BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value), shown_value(value)))
+            )
 
     def finish(self) -> Trace:
         expression_index = {

@@ -43,6 +43,7 @@ from thunder.core.prologue import (
     CHECK_VALUE,
     UNPACK,
     GuardFailure,
+    shown_value,
 )
 from thunder.core.prologue_fetches import HOIST
 from thunder.core.symbol import BoundSymbol
@@ -51,7 +52,6 @@ from thunder.core.trace import Trace
 __all__ = ["RecompileReason", "REASONS_KEPT", "explain_miss", "record_recompile"]
 
 REASONS_KEPT = 16  # compile_stats(fn).recompile_reasons holds the last this many
-_SHOWN_LENGTH = 80
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def _fetched_expression(bound_symbol: BoundSymbol) -> str:
 def _explain_value(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
     value, expected = inner.f_locals["value"], inner.f_locals["expected"]
     what = describer.describe(bound.args[0])
-    before, after = _shown(expected), _shown(value)
+    before, after = shown_value(expected), shown_value(value)
     if type(value) is not type(expected):
         before += f" ({type(expected).__name__})"
         after += f" ({type(value).__name__})"
@@ -200,14 +200,14 @@ def _explain_value(bound: BoundSymbol, frame: FrameType, inner: Any, describer: 
 def _explain_identity(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
     value, expected = inner.f_locals["value"], inner.f_locals["expected"]
     what = describer.describe(bound.args[0])
-    before, after = _shown(expected), _shown(value)
+    before, after = shown_value(expected), shown_value(value)
     return _Finding(f"{what} is another object: {before} -> {after}", what, before, after)
 
 
 def _explain_keys(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
     keys, expected = inner.f_locals["keys"], inner.f_locals["expected"]
     what = describer.describe(bound.args[0])
-    before, after = _shown(expected), _shown(keys)
+    before, after = shown_value(expected), shown_value(keys)
     return _Finding(f"{what} changed: {before} -> {after}", what, before, after)
 
 
@@ -231,9 +231,11 @@ def _explain_tensor(bound: BoundSymbol, frame: FrameType, inner: Any, describer:
         "device": value.device,
     }
     changed = [field for field in expected if expected[field] != actual[field]]
-    befores = [f"{field} {_shown(expected[field])}" for field in changed]
-    afters = [f"{field} {_shown(actual[field])}" for field in changed]
-    changes = ", ".join(f"{field} {_shown(expected[field])} -> {_shown(actual[field])}" for field in changed)
+    befores = [f"{field} {shown_value(expected[field])}" for field in changed]
+    afters = [f"{field} {shown_value(actual[field])}" for field in changed]
+    changes = ", ".join(
+        f"{field} {shown_value(expected[field])} -> {shown_value(actual[field])}" for field in changed
+    )
     return _Finding(f"{what} changed: {changes}", what, ", ".join(befores), ", ".join(afters))
 
 
@@ -254,7 +256,7 @@ def _explain_container(bound: BoundSymbol, frame: FrameType, inner: Any, describ
         before, after = f"a {expected_type_name}", f"a {type(value).__qualname__}"
     elif kind in ("len", "keys"):
         label = "length" if kind == "len" else "keys"
-        now = str(len(value)) if kind == "len" else _shown(tuple(value))
+        now = str(len(value)) if kind == "len" else shown_value(tuple(value))
         summary = f"{what} changed: {label} {expected} -> {now}"
         return _Finding(summary, what, f"{label} {expected}", f"{label} {now}")
     else:  # "empty"
@@ -281,7 +283,7 @@ def _explain_empty(bound: BoundSymbol, frame: FrameType, inner: Any, describer: 
     try:
         after = _count(len(value), "item")
     except TypeError:
-        after = _shown(value)
+        after = shown_value(value)
     return _Finding(f"{what} changed: empty -> {after}", what, "empty", after)
 
 
@@ -352,7 +354,7 @@ class _Describer:
             return "self"
         if isinstance(value, torch.nn.Module):
             return f"<{type(value).__name__}>"
-        return _shown(value)
+        return shown_value(value)
 
     def _subscript(self, base: ast.AST, key_node: ast.AST) -> str:
         if not isinstance(key_node, ast.Constant):
@@ -468,22 +470,6 @@ def _function_label(fn: Any) -> str:
 
 def _evaluate(expression: str, frame: FrameType) -> Any:
     return eval(expression, frame.f_globals, dict(frame.f_locals))  # noqa: S307 - the prologue's own line
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, torch.nn.Module):
-        return f"<{type(value).__name__} module>"
-    if isinstance(value, type):
-        text = f"{value.__module__}.{value.__qualname__}"
-    elif callable(value) and hasattr(value, "__qualname__") and not isinstance(value, torch.dtype):
-        text = f"{getattr(value, '__module__', None) or '?'}.{value.__qualname__}"
-    else:
-        try:
-            text = repr(value)
-        except Exception:
-            text = f"<{type(value).__name__}>"
-    text = " ".join(text.split())
-    return text if len(text) <= _SHOWN_LENGTH else text[: _SHOWN_LENGTH - 3] + "..."
 
 
 def _count(number: int, noun: str) -> str:
