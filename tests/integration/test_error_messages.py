@@ -76,7 +76,9 @@ def test_the_programs_error_is_not_called_a_thunder_bug() -> None:
 def test_an_error_in_thunders_code_may_be_a_thunder_bug_and_is_not_the_users() -> None:
     # a transform compiled from a string, as generated code or an exec'd copy of a thunder module is
     namespace: dict = {}
-    exec(compile("def transform(trace):\n    assert False, 'internal'\n", "copy_of_a_pass", "exec"), namespace)
+    exec(
+        compile("def transform(trace):\n    assert False, 'internal'\n", "copy_of_a_pass", "exec"), namespace
+    )
     with pytest.raises(AssertionError) as info:
         thunder.jit(lambda x: x + 1, transforms=[namespace["transform"]])(torch.ones(2))
     note = _closing_note(info.value)
