@@ -47,11 +47,16 @@ def _enter_handler(frame: Any, exc: BaseException) -> None:
     stack.extend((exc.__traceback__, exc, type(exc)))
 
 
-def _restore_handled_exception(frame: Any) -> None:
-    stack = frame.stack
+def _pop_exception(stack: list) -> Any:
+    """Pops an exception's three values (``traceback, value, type``, type on top); returns the value."""
     del stack[-1]  # type
-    frame.context.exception_slots[-1] = stack.pop()
+    value = stack.pop()
     del stack[-1]  # traceback
+    return value
+
+
+def _restore_handled_exception(frame: Any) -> None:
+    frame.context.exception_slots[-1] = _pop_exception(frame.stack)
 
 
 @handles("SETUP_FINALLY", until=(3, 10))
@@ -74,10 +79,7 @@ def pop_except_310(frame: Any, op: Any) -> None:
 
 @handles("RERAISE", until=(3, 10))
 def reraise_310(frame: Any, op: Any) -> None:
-    stack = frame.stack
-    del stack[-1]  # type
-    exc = stack.pop()
-    del stack[-1]  # traceback
+    exc = _pop_exception(frame.stack)
     frame.context.reraising = exc
     raise exc
 

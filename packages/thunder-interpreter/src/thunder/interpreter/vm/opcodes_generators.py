@@ -32,41 +32,40 @@ def get_yield_from_iter(frame: Any, op: Any) -> None:
         frame.stack[-1] = get_iterator(frame.context, value)
 
 
-def _send_to(context: Any, receiver: Any, value: Any) -> Any:
-    """``next(receiver)`` for None, else ``receiver.send(value)``: one step of ``yield from``/``await``."""
-    if value is None:
-        return next_value(context, receiver)
-    return call(context, receiver.send, (value,), {})
+def _send_popped(frame: Any) -> tuple[Any, StopIteration | None]:
+    """One step of ``yield from``/``await``: the value on top of the stack goes to the receiver below
+    it (``next(receiver)`` for None, else ``receiver.send(value)``). Returns what the receiver
+    yielded, or the StopIteration it finished with."""
+    value = frame.stack.pop()
+    receiver = frame.stack[-1]
+    try:
+        if value is None:
+            return next_value(frame.context, receiver), None
+        return call(frame.context, receiver.send, (value,), {}), None
+    except StopIteration as stop:
+        return None, stop
 
 
 @handles("SEND")
 def send(frame: Any, op: Any) -> None:
-    stack = frame.stack
-    value = stack.pop()
-    receiver = stack[-1]
-    try:
-        result = _send_to(frame.context, receiver, value)
-    except StopIteration as stop:
-        if VERSION >= (3, 12):  # END_SEND at the target pops the receiver
-            stack.append(stop.value)
-        else:
-            stack[-1] = stop.value
-        frame.index = op.target
+    result, stop = _send_popped(frame)
+    if stop is None:
+        frame.stack.append(result)
         return
-    stack.append(result)
+    if VERSION >= (3, 12):  # END_SEND at the target pops the receiver
+        frame.stack.append(stop.value)
+    else:
+        frame.stack[-1] = stop.value
+    frame.index = op.target
 
 
 @handles("YIELD_FROM", until=(3, 10))
 def yield_from_310(frame: Any, op: Any) -> Any:
     """3.10's whole ``yield from`` loop in one instruction: it runs again on every resume (which
     pushes the value sent) until the receiver finishes; its return value replaces the receiver."""
-    stack = frame.stack
-    value = stack.pop()
-    receiver = stack[-1]
-    try:
-        result = _send_to(frame.context, receiver, value)
-    except StopIteration as stop:
-        stack[-1] = stop.value
+    result, stop = _send_popped(frame)
+    if stop is not None:
+        frame.stack[-1] = stop.value
         return None
     frame.index -= 1
     frame.result = result
