@@ -218,16 +218,13 @@ class JittedFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         found = self._lookup(args, kwargs)
         if found is None:
-            with _compile_lock:
-                found = self._lookup(args, kwargs)  # another thread may have compiled it meanwhile
-                if found is None:
-                    try:
-                        found = self._compile_and_fetch(args, kwargs)
-                    except Exception as error:
-                        with_user_frames(error)  # the user's frames, not thunder's (THUNDER_FULL_TRACEBACK=1)
-                        if sys.version_info < (3, 11):
-                            raise error  # 3.10's bare raise would restore the traceback it caught
-                        raise  # 3.11+: re-raised without an entry for this frame either
+            try:
+                found = self._compile_once(args, kwargs)
+            except Exception as error:  # re-raised here, in the frame the user called, to show no other
+                with_user_frames(error)  # the user's frames, not thunder's (THUNDER_FULL_TRACEBACK=1)
+                if sys.version_info < (3, 11):
+                    raise error  # 3.10's bare raise would restore the traceback it caught
+                raise  # 3.11+: re-raised without an entry for this frame either
         entry, inputs = found
         if entry.epilogue is None:
             return entry.computation(*inputs)
@@ -253,6 +250,11 @@ class JittedFunction:
                     self._show(entry)
             return entry, inputs
         return None
+
+    def _compile_once(self, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any]:
+        with _compile_lock:
+            found = self._lookup(args, kwargs)  # another thread may have compiled it meanwhile
+            return found if found is not None else self._compile_and_fetch(args, kwargs)
 
     def _compile_and_fetch(self, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any]:
         if self._cache:  # a miss after the first compile: say which guard failed (only misses pay)
