@@ -14,17 +14,16 @@ in a transform or an executor) may be thunder's: the note says so.
 from __future__ import annotations
 
 import linecache
-import re
 import traceback
 from pathlib import Path
 
 import torch
 
 from thunder.core.diagnostics.notes import add_note
+from thunder.core.diagnostics.tracebacks import frame_notes
 
 __all__ = ["add_hint", "user_location", "HINTS"]
 
-_FRAME_NOTE = re.compile(r"thunder: in \S+ at (?P<file>.+?):(?P<line>\d+)")
 _THUNDER_ROOT = str(Path(__file__).resolve().parents[2])  # .../src/thunder of thunder-core
 _LIBRARY_MARKERS = (
     f"{Path(torch.__file__).parent}",
@@ -90,11 +89,7 @@ def _is_users(filename: str, line: int) -> bool:
 
 def _noted_location(error: BaseException) -> str | None:
     """``file:line`` of the innermost user frame the interpreter was running when ``error`` arose."""
-    for note in getattr(error, "__notes__", ()):
-        match = _FRAME_NOTE.search(note)
-        if match and _is_users(match["file"], int(match["line"])):
-            return f"{match['file']}:{match['line']}"
-    return None
+    return next((f"{file}:{line}" for file, line, _ in frame_notes(error) if _is_users(file, line)), None)
 
 
 def user_location(error: BaseException) -> str | None:

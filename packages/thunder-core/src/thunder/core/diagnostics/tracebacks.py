@@ -31,7 +31,7 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["FULL_TRACEBACK_VARIABLE", "with_user_frames", "full_traceback_requested"]
+__all__ = ["FULL_TRACEBACK_VARIABLE", "with_user_frames", "full_traceback_requested", "frame_notes"]
 
 FULL_TRACEBACK_VARIABLE = "THUNDER_FULL_TRACEBACK"
 
@@ -63,14 +63,15 @@ def _is_thunders(filename: str, folders: tuple[str, ...]) -> bool:
     return filename.startswith("thunder.") or os.path.realpath(filename).startswith(folders)
 
 
+def frame_notes(error: BaseException) -> list[tuple[str, int, str]]:
+    """``(file, line, function)`` of each frame the interpreter noted ``error`` crossed, innermost first."""
+    matches = (_FRAME_NOTE.match(note) for note in getattr(error, "__notes__", ()))
+    return [(match["file"], int(match["line"]), match["name"]) for match in matches if match]
+
+
 def _user_frames(error: BaseException, folders: tuple[str, ...]) -> list[tuple[str, int, str]]:
     """``(file, line, function)`` of each interpreted frame that is not thunder's, outermost first."""
-    frames = []
-    for note in getattr(error, "__notes__", ()):
-        match = _FRAME_NOTE.match(note)
-        if match and not _is_thunders(match["file"], folders):
-            frames.append((match["file"], int(match["line"]), match["name"]))
-    return frames[::-1]  # the interpreter notes the innermost frame first
+    return [frame for frame in reversed(frame_notes(error)) if not _is_thunders(frame[0], folders)]
 
 
 def _source_for(filename: str, lineno: int) -> str:
