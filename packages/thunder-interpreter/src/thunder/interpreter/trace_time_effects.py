@@ -121,7 +121,7 @@ def _classify(fn: Any) -> tuple[str, str, _Split] | None:
     return None
 
 
-def _log_enabled(logger: Any, name: str, args: tuple) -> bool:
+def _log_enabled(logger: Any, args: tuple, name: str) -> bool:
     """Whether ``logger`` emits the call (``args``: the call's arguments after the logger)."""
     level = _LOG_LEVELS.get(name.rpartition(".")[2].rstrip("()"))
     if level is None:  # logger.log(level, ...)
@@ -157,7 +157,7 @@ class TraceTimeEffects:
                 what = f"returned {result!r} while tracing; the compiled program keeps that value and later calls reuse it"
                 self._warn(name, what)
                 return result
-            if kind == _LOG and not _log_enabled(*split(args)[:1], name, split(args)[1]):
+            if kind == _LOG and not _log_enabled(*split(args), name):
                 return fn(*args, **kwargs)  # below the logger's level: no effect, nothing to say
             result = fn(*_shown(args), **kwargs)
             if kind == _PRINT and not self._prints_outside(kwargs.get("file")):
