@@ -179,8 +179,6 @@ def _fetched_expression(bound_symbol: BoundSymbol) -> str:
         return bound_symbol.args[1]
     if symbol in (CHECK_TENSOR, CHECK_TYPE):
         return bound_symbol.args[0].name
-    if symbol is CHECK_EMPTY:
-        return bound_symbol.args[0]
     return bound_symbol.args[0]
 
 
