@@ -52,8 +52,8 @@ def _seconds(value: Any) -> str | None:
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        return "expected a number of seconds >= 0"
-    return None if seconds >= 0 and not math.isnan(seconds) else "expected a number of seconds >= 0"
+        seconds = math.nan  # not a number: fails the comparison below, as NaN does
+    return None if seconds >= 0 else "expected a number of seconds >= 0"
 
 
 def _folder(value: Any) -> str | None:
@@ -62,9 +62,7 @@ def _folder(value: Any) -> str | None:
 
 def _executors(value: Any) -> str | None:
     # names are resolved (and unknown ones reported with the known ones) by resolve_executors
-    if isinstance(value, str) or hasattr(value, "name"):
-        return None
-    if isinstance(value, Sequence):
+    if isinstance(value, Sequence) or hasattr(value, "name"):  # a str is a Sequence
         return None
     return "expected a sequence of executor names or Executor objects"
 
