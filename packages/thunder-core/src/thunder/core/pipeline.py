@@ -38,6 +38,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.trace import Trace
 from thunder.core.transforms.autograd import saved_bytes, split_forward_backward
+from thunder.core.transforms.causal_attention import use_causal_attention
 from thunder.core.transforms.claim_executors import claim_executors
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
@@ -141,12 +142,22 @@ def compile_computation(
     if not stage_prefix:
         for index, user_transform in enumerate(compile_data.transforms):
             step(f"user transform {index}", user_transform)
+        _transform_if_changed(traces, stats, "causal attention", use_causal_attention)
         step("fuse linear cross entropy", fuse_linear_cross_entropy)
     step("dce", dce)
     step("executors", functools.partial(claim_executors, executors=compile_data.executors))
     step("dce after executors", dce)
     step("lifetimes", insert_deletes)
     return traces
+
+
+def _transform_if_changed(traces: list[Trace], stats: CompileStats, name: str, transform: Callable[[Trace], Trace]) -> None:
+    """Apply ``transform``; its trace is listed only when it changed something, as the docs show the traces."""
+    start = time.perf_counter()
+    transformed = transform(traces[-1])
+    if transformed is not traces[-1]:
+        traces.append(transformed)
+    stats.last_stage_seconds[name] = time.perf_counter() - start
 
 
 def _uses_cuda_graphs(compile_data: CompileData) -> bool:
@@ -169,11 +180,9 @@ def compile_with_autograd(
     traces = [computation]
     for user_transform in trace_transforms(compile_data.transforms):
         traces.append(user_transform(traces[-1]))
-    start = time.perf_counter()
-    fused = fuse_linear_cross_entropy(traces[-1])  # before the split: the loss computes its gradients
-    if fused is not traces[-1]:  # listed only when it changed something, as the docs show the traces
-        traces.append(fused)
-    stats.last_stage_seconds["fuse linear cross entropy"] = time.perf_counter() - start
+    # before the split: the attention then differentiates as flash's, the loss computes its gradients
+    _transform_if_changed(traces, stats, "causal attention", use_causal_attention)
+    _transform_if_changed(traces, stats, "fuse linear cross entropy", fuse_linear_cross_entropy)
     start = time.perf_counter()
     split = split_forward_backward(traces[-1])
     stats.last_stage_seconds["autograd"] = time.perf_counter() - start
