@@ -11,7 +11,7 @@ does not cover are not collected.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -290,15 +290,25 @@ def samples(opinfo: OpInfo, dtype: torch.dtype) -> Iterator[SampleInput]:
     yield from opinfo.sample_inputs("cpu", dtype, requires_grad=False)
 
 
-def check_opinfo(opinfo: OpInfo, symbol: Symbol, dtype: torch.dtype, mode: str) -> None:
+def assert_samples_agree(
+    opinfo: OpInfo, dtype: torch.dtype, problem_for: Callable[[SampleInput], str | None], failing: str
+) -> None:
+    """Runs ``problem_for`` on every sample in turn; fails listing each sample it described a problem for."""
     failures = []
     for index, sample in enumerate(samples(opinfo, dtype)):
-        problem = check_sample(opinfo, symbol, sample, mode, dtype)
+        problem = problem_for(sample)
         if problem is not None:
             failures.append(
                 f"sample {index} {sample.summary() if hasattr(sample, 'summary') else sample}:\n  {problem}"
             )
-    assert not failures, f"{len(failures)} failing samples:\n" + "\n".join(failures)
+    assert not failures, f"{len(failures)} {failing}:\n" + "\n".join(failures)
+
+
+def check_opinfo(opinfo: OpInfo, symbol: Symbol, dtype: torch.dtype, mode: str) -> None:
+    def problem_for(sample: SampleInput) -> str | None:
+        return check_sample(opinfo, symbol, sample, mode, dtype)
+
+    assert_samples_agree(opinfo, dtype, problem_for, "failing samples")
 
 
 @pytest.mark.parametrize(("opinfo", "symbol", "dtype", "mode"), _params(FAST_DTYPES))
@@ -323,8 +333,7 @@ def test_opinfo_other_dtypes(opinfo: OpInfo, symbol: Symbol, dtype: torch.dtype,
 
 # OpInfos whose reused function gives another answer than eager for a reason outside the guards
 # (by OpInfo id): the reason. Strict xfails: a fix shows up as an unexpected pass.
-REUSED_KNOWN_FAILURES: dict[str, str] = {
-}
+REUSED_KNOWN_FAILURES: dict[str, str] = {}
 # OpInfos too slow for the default run (over 10 s each on a 2-core machine: hundreds of samples, each
 # a new compile): with -m slow only.
 REUSED_SLOW: frozenset[str] = frozenset({
@@ -344,31 +353,45 @@ def jit_reused(opinfo: OpInfo) -> Callable:
     return thunder.jit(call)
 
 
+# Added to a reused function's failure where a fresh function gets the sample right.
+STALE_ENTRY_NOTE = (
+    "\n  (a fresh function agrees with eager: the reused one answered from a stale cache entry)"
+)
+
+
 def check_opinfo_reused(opinfo: OpInfo, dtype: torch.dtype) -> None:
-    jitted, failures = jit_reused(opinfo), []
-    for index, sample in enumerate(samples(opinfo, dtype)):
+    jitted = jit_reused(opinfo)
+
+    def problem_for(sample: SampleInput) -> str | None:
         expected = run(opinfo.op, sample)
-        actual = run(jitted, sample)
-        problem = compare_outcomes(opinfo, sample, actual, expected, dtype)
+        problem = compare_outcomes(opinfo, sample, run(jitted, sample), expected, dtype)
         if problem is not None:
             if compare_outcomes(opinfo, sample, run(jit_reused(opinfo), sample), expected, dtype) is None:
-                problem += "\n  (a fresh function agrees with eager: the reused one answered from a stale cache entry)"
-            failures.append(
-                f"sample {index} {sample.summary() if hasattr(sample, 'summary') else sample}:\n  {problem}"
-            )
-    assert not failures, f"{len(failures)} failing samples of one reused function:\n" + "\n".join(failures)
+                problem += STALE_ENTRY_NOTE
+        return problem
+
+    assert_samples_agree(opinfo, dtype, problem_for, "failing samples of one reused function")
 
 
-def _reused_params(dtype: torch.dtype, slow: bool) -> list:
+def reused_params(
+    opinfos: Iterable[OpInfo], known_failures: dict[str, str], slow_ids: frozenset[str], slow: bool
+) -> list:
+    """A ``pytest.param`` per OpInfo (by id) for a reused-function test: those in ``slow_ids`` only if
+    ``slow`` (then marked slow), the others only if not; ``known_failures`` are strict xfails."""
     params = []
-    for opinfo, _ in VALUE_TESTED:
+    for opinfo in opinfos:
         name = _opinfo_id(opinfo)
-        if dtype not in opinfo.supported_dtypes("cpu") or (name in REUSED_SLOW) != slow:
+        if (name in slow_ids) != slow:
             continue
-        reason = REUSED_KNOWN_FAILURES.get(name)
+        reason = known_failures.get(name)
         marks = (pytest.mark.xfail(reason=reason, strict=True),) if reason else ()
         params.append(pytest.param(opinfo, id=name, marks=marks + ((pytest.mark.slow,) if slow else ())))
     return params
+
+
+def _reused_params(dtype: torch.dtype, slow: bool) -> list:
+    opinfos = [opinfo for opinfo, _ in VALUE_TESTED if dtype in opinfo.supported_dtypes("cpu")]
+    return reused_params(opinfos, REUSED_KNOWN_FAILURES, REUSED_SLOW, slow)
 
 
 @pytest.mark.parametrize("opinfo", _reused_params(torch.float32, slow=False))

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from test_opinfo import STALE_ENTRY_NOTE, _opinfo_id, jit_reused, reused_params
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 
@@ -77,7 +78,7 @@ def _differentiable_opinfos() -> list[tuple[OpInfo, Symbol]]:
 def _params(marks: tuple = ()) -> list:
     params = []
     for opinfo, symbol in _differentiable_opinfos():
-        name = f"{opinfo.name}.{opinfo.variant_test_name}" if opinfo.variant_test_name else opinfo.name
+        name = _opinfo_id(opinfo)
         reason = KNOWN_FAILURES.get(opinfo.name)
         if opinfo.name in ("index_reduce", "scatter_reduce") and opinfo.variant_test_name != "prod":
             reason = None
@@ -118,10 +119,11 @@ def _samples(opinfo: OpInfo) -> Iterator[SampleInput]:
     yield from opinfo.sample_inputs("cpu", torch.float64, requires_grad=True)
 
 
-def _forward_refused(symbol: Symbol, sample: SampleInput) -> bool:
+def _forward_refused(compiled: Callable, sample: SampleInput) -> bool:
+    """Whether ``compiled`` clearly refuses the sample's forward (checked by test_opinfo.py): not a gradient matter."""
     detached = sample.transform(lambda x: x.detach() if isinstance(x, torch.Tensor) else x)
     try:
-        _compile(symbol)(detached.input, *detached.args, **detached.kwargs)
+        compiled(detached.input, *detached.args, **detached.kwargs)
     except NotImplementedError:
         return True
     except Exception:  # noqa: BLE001 -- other errors are the gradient run's to report
@@ -129,7 +131,14 @@ def _forward_refused(symbol: Symbol, sample: SampleInput) -> bool:
     return False
 
 
-def check_gradients(opinfo: OpInfo, symbol: Symbol, limit: int | None) -> None:
+def _assert_vjps_agree(
+    opinfo: OpInfo,
+    limit: int | None,
+    problem_for: Callable[[int, SampleInput, tuple], str | None],
+    failing: str,
+) -> None:
+    """Runs ``problem_for(index, sample, expected)`` on the samples with inputs to differentiate, ``expected``
+    being eager's outputs and vector-Jacobian product; fails listing each problem it describes."""
     failures = []
     for index, sample in enumerate(_samples(opinfo)):
         if limit is not None and index >= limit:
@@ -140,16 +149,23 @@ def check_gradients(opinfo: OpInfo, symbol: Symbol, limit: int | None) -> None:
             expected = _vjp(opinfo.op, sample, seed=index)
         except Exception:  # noqa: BLE001 -- samples eager rejects say nothing about gradients
             continue
-        if _forward_refused(symbol, sample):
-            continue  # a clear refusal of the forward (checked by test_opinfo.py), not a gradient matter
+        problem = problem_for(index, sample, expected)
+        if problem is not None:
+            failures.append(f"sample {index}: {problem}")
+    assert not failures, f"{len(failures)} {failing}:\n" + "\n".join(failures)
+
+
+def check_gradients(opinfo: OpInfo, symbol: Symbol, limit: int | None) -> None:
+    def problem_for(index: int, sample: SampleInput, expected: tuple) -> str | None:
+        if _forward_refused(_compile(symbol), sample):
+            return None
         try:
             actual = _vjp(_compile(symbol), sample, seed=index)
         except Exception as error:  # noqa: BLE001
-            failures.append(f"sample {index}: thunder raised {type(error).__name__}: {error}")
-            continue
-        if (problem := _vjp_mismatch(sample, actual, expected)) is not None:
-            failures.append(f"sample {index}: {problem}")
-    assert not failures, f"{len(failures)} failing samples:\n" + "\n".join(failures)
+            return f"thunder raised {type(error).__name__}: {error}"
+        return _vjp_mismatch(sample, actual, expected)
+
+    _assert_vjps_agree(opinfo, limit, problem_for, "failing samples")
 
 
 def _vjp_mismatch(sample: SampleInput, actual: tuple, expected: tuple) -> str | None:
@@ -196,72 +212,37 @@ REUSED_SLOW: frozenset[str] = frozenset({
 })  # fmt: skip
 
 
-def _jit_reused(opinfo: OpInfo) -> Callable:
-    import thunder
-
-    op = opinfo.op
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return op(*args, **kwargs)
-
-    return thunder.jit(call)
-
-
-def _refused_by(jitted: Callable, sample: SampleInput) -> bool:
-    detached = sample.transform(lambda x: x.detach() if isinstance(x, torch.Tensor) else x)
-    try:
-        jitted(detached.input, *detached.args, **detached.kwargs)
-    except NotImplementedError:
-        return True
-    except Exception:  # noqa: BLE001 -- other errors are the gradient run's to report
-        return False
-    return False
-
-
 def _fresh_verdict(opinfo: OpInfo, sample: SampleInput, index: int, expected: tuple) -> str:
     """Whether a freshly compiled function gets ``sample`` right (then the reused one's cache is stale)."""
     try:
-        fresh = _vjp(_jit_reused(opinfo), sample, seed=index)
+        fresh = _vjp(jit_reused(opinfo), sample, seed=index)
     except Exception:  # noqa: BLE001
         return ""
-    if _vjp_mismatch(sample, fresh, expected) is None:
-        return "\n  (a fresh function agrees with eager: the reused one answered from a stale cache entry)"
-    return ""
+    return STALE_ENTRY_NOTE if _vjp_mismatch(sample, fresh, expected) is None else ""
 
 
 def check_gradients_reused(opinfo: OpInfo) -> None:
-    jitted, failures = _jit_reused(opinfo), []
-    for index, sample in enumerate(_samples(opinfo)):
-        if not _inputs_requiring_grad(sample) or sample.kwargs.get("dropout_p", 0.0) > 0:
-            continue
-        try:
-            expected = _vjp(opinfo.op, sample, seed=index)
-        except Exception:  # noqa: BLE001 -- samples eager rejects say nothing about gradients
-            continue
+    jitted = jit_reused(opinfo)
+
+    def problem_for(index: int, sample: SampleInput, expected: tuple) -> str | None:
         try:
             actual = _vjp(jitted, sample, seed=index)
         except NotImplementedError as error:
-            if not _refused_by(jitted, sample):  # a clear refusal of the forward is test_opinfo.py's matter
-                failures.append(f"sample {index}: thunder raised NotImplementedError: {error}")
-            continue
+            # a clear refusal of the forward is test_opinfo.py's matter
+            return (
+                None if _forward_refused(jitted, sample) else f"thunder raised NotImplementedError: {error}"
+            )
         except Exception as error:  # noqa: BLE001
-            failures.append(f"sample {index}: thunder raised {type(error).__name__}: {error}")
-            continue
-        if (problem := _vjp_mismatch(sample, actual, expected)) is not None:
-            failures.append(f"sample {index}: {problem}{_fresh_verdict(opinfo, sample, index, expected)}")
-    assert not failures, f"{len(failures)} failing samples of one reused function:\n" + "\n".join(failures)
+            return f"thunder raised {type(error).__name__}: {error}"
+        problem = _vjp_mismatch(sample, actual, expected)
+        return None if problem is None else problem + _fresh_verdict(opinfo, sample, index, expected)
+
+    _assert_vjps_agree(opinfo, None, problem_for, "failing samples of one reused function")
 
 
 def _reused_params(slow: bool) -> list:
-    params = []
-    for opinfo, _ in _differentiable_opinfos():
-        name = f"{opinfo.name}.{opinfo.variant_test_name}" if opinfo.variant_test_name else opinfo.name
-        if (name in REUSED_SLOW) != slow:
-            continue
-        reason = REUSED_KNOWN_FAILURES.get(name)
-        marks = (pytest.mark.xfail(reason=reason, strict=True),) if reason else ()
-        params.append(pytest.param(opinfo, id=name, marks=marks + ((pytest.mark.slow,) if slow else ())))
-    return params
+    opinfos = [opinfo for opinfo, _ in _differentiable_opinfos()]
+    return reused_params(opinfos, REUSED_KNOWN_FAILURES, REUSED_SLOW, slow)
 
 
 @pytest.mark.parametrize("opinfo", _reused_params(slow=False))
