@@ -19,8 +19,8 @@ import pytest
 import torch
 
 import thunder
-from thunder.core.fusion_fallback import _torch_program
 from thunder.core.symbol import BoundSymbol
+from thunder.core.transforms.claim_executors import operator_callable
 from thunder.executors.nvfuser.executor import NvFuserExecutor
 
 pytest.importorskip("transformers", reason="transformers is not installed (the `test` extra has it)")
@@ -46,7 +46,7 @@ class NvFuserClaimsOnCpu(NvFuserExecutor):
     def fuse(self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None) -> BoundSymbol:
         fused = super().fuse(region, index, outputs)
         self.regions += 1
-        program = _torch_program(fused)
+        program = operator_callable(f"{fused.symbol.name}_on_torch", fused.args, fused.subsymbols, fused.output)
         return dataclasses.replace(fused, symbol=dataclasses.replace(fused.symbol, fn=program))
 
 

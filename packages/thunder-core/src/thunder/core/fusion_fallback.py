@@ -25,8 +25,7 @@ from typing import Any
 
 import torch
 
-from thunder.core.symbol import RETURN, BoundSymbol
-from thunder.core.trace import Trace, tracectx
+from thunder.core.symbol import BoundSymbol
 
 __all__ = ["ExecutorFallbackWarning", "FusionFallback", "with_fallback"]
 
@@ -95,17 +94,7 @@ def with_fallback(region: BoundSymbol, executor_name: str) -> BoundSymbol:
 
 
 def _torch_program(region: BoundSymbol) -> Callable:
-    """The region's prims, claimed by the default executors, compiled into a function."""
-    from thunder.core.executor import FusionExecutor, get_default_executors
-    from thunder.core.transforms.claim_executors import claim_executors
+    """The region's prims, claimed by the default operator executors, compiled into a function."""
+    from thunder.core.transforms.claim_executors import operator_callable
 
-    trace = Trace(f"{region.symbol.name}_on_torch")
-    trace.args = list(region.args)  # the region is called with its inputs, positionally
-    for bound_symbol in (region, *region.subsymbols):
-        trace.names.update(p.name for p in (*bound_symbol.proxy_args(), *bound_symbol.proxy_outputs()))
-    with tracectx(trace):
-        trace.bound_symbols.extend(region.subsymbols)
-        trace.bound_symbols.append(BoundSymbol(RETURN, (region.output,)))
-    # the defaults hold a fusion executor on CUDA machines (nvFuser): fall back to operator executors only
-    executors = [e for e in get_default_executors() if not isinstance(e, FusionExecutor)]
-    return claim_executors(trace, executors).python_callable()
+    return operator_callable(f"{region.symbol.name}_on_torch", region.args, region.subsymbols, region.output)

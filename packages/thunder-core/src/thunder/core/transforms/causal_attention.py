@@ -20,14 +20,14 @@ was.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
 
 import torch
 
 from thunder.core import dtypes
 from thunder.core.proxies import TensorProxy
-from thunder.core.symbol import RETURN, BoundSymbol
+from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
+from thunder.core.transforms.claim_executors import operator_callable
 from thunder.core.transforms.common import rename_outputs
 
 __all__ = ["use_causal_attention"]
@@ -115,21 +115,7 @@ def _constant_value(
                 pending.append(read.name)
     order = {id(b): i for i, b in enumerate(trace.bound_symbols)}
     computation = sorted(set(computation), key=lambda b: order[id(b)])
-    return _run(computation, proxy)
-
-
-def _run(computation: Sequence[BoundSymbol], result: TensorProxy) -> torch.Tensor:
-    from thunder.core.executor import FusionExecutor, get_default_executors
-    from thunder.core.transforms.claim_executors import claim_executors
-
-    program = Trace("constant_mask")
-    for bound_symbol in computation:
-        program.names.update(p.name for p in (*bound_symbol.proxy_args(), *bound_symbol.proxy_outputs()))
-    with tracectx(program):
-        program.bound_symbols.extend(computation)
-        program.bound_symbols.append(BoundSymbol(RETURN, (result,)))
-    executors = [e for e in get_default_executors() if not isinstance(e, FusionExecutor)]
-    return claim_executors(program, executors).python_callable()()
+    return operator_callable("constant_mask", (), computation, proxy)()
 
 
 def _causal_call(

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from thunder.core.executor import Executor, FusionExecutor, OperatorExecutor
+from thunder.core.executor import Executor, FusionExecutor, OperatorExecutor, get_default_executors
 from thunder.core.fusion_fallback import with_fallback
+from thunder.core.proxies import Proxy
 from thunder.core.symbol import DEL, RETURN, BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.region_graph import RegionGraph
 from thunder.core.transforms.region_remat import recompute_between_regions
 
-__all__ = ["claim_executors", "UnclaimedSymbolError"]
+__all__ = ["claim_executors", "operator_callable", "UnclaimedSymbolError"]
 
 _STRUCTURAL = (RETURN, DEL)
 
@@ -38,6 +39,22 @@ def claim_executors(trace: Trace, executors: Sequence[Executor]) -> Trace:
         operators = [e for e in executors if isinstance(e, OperatorExecutor)]
         new.bound_symbols.extend(_fuse_regions(claimed, operators, _chain(claimed, ordered)))
     return new
+
+
+def operator_callable(name: str, args: Sequence[Proxy], bound_symbols: Sequence[BoundSymbol], result: object) -> Callable:
+    """``bound_symbols`` as a function of ``args`` returning ``result``, run by the default operator
+    executors (torch): a fusion region's fallback, a value computed at compile time."""
+    trace = Trace(name)
+    trace.args = list(args)  # called positionally
+    for bound_symbol in bound_symbols:
+        trace.names.update(p.name for p in (*bound_symbol.proxy_args(), *bound_symbol.proxy_outputs()))
+    trace.names.update(p.name for p in args)
+    with tracectx(trace):
+        trace.bound_symbols.extend(bound_symbols)
+        trace.bound_symbols.append(BoundSymbol(RETURN, (result,)))
+    # the defaults hold a fusion executor on CUDA machines (nvFuser): operator executors only
+    operators = [e for e in get_default_executors() if not isinstance(e, FusionExecutor)]
+    return claim_executors(trace, operators).python_callable()
 
 
 def _draws(bound_symbol: BoundSymbol) -> bool:
