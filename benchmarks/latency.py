@@ -1,12 +1,14 @@
 """Per-call latency of small programs and first-call time of a GPT-2-small forward, one process.
 
-Per call, eager vs torch.compile vs thunder: what a cache hit costs (``a + b`` on 2x2 tensors) and the
-MNIST tutorial's 5-layer MLP eval forward (batch 8, no_grad), as in ../shared/BENCHMARKS.md; a table
-with thunder's ratios last. Then the first call of thunder.jit on a GPT-2-small-shaped model (12
+Per call, eager vs torch.compile vs thunder: what a cache hit costs (``a + b`` on 2x2 tensors), the
+MNIST tutorial's 5-layer MLP eval forward (batch 8, no_grad), as in ../shared/BENCHMARKS.md, and
+training steps (``zero_grad``, forward, ``loss.backward()``; no optimizer) of that MLP and of a tiny
+Hugging Face Llama when ``transformers`` is installed; a table with thunder's ratios last. Then the first call of thunder.jit on a GPT-2-small-shaped model (12
 layers, d=768, 12 heads, seq 64, written below in plain torch.nn): trace + compile time per stage.
 
     python benchmarks/latency.py                 # on CUDA if available, else CPU
     python benchmarks/latency.py --skip-compile  # without torch.compile (it needs a C++ compiler on CPU)
+    python benchmarks/latency.py --skip-compile --training --skip-first-call  # training steps only
 """
 
 from __future__ import annotations
@@ -121,14 +123,67 @@ def workloads(device: str) -> dict[str, tuple[Callable, tuple]]:
     }
 
 
+def tiny_llama(device: str) -> tuple[torch.nn.Module, dict] | None:
+    """A 2-layer Llama of width 32 (benchmarks/models.py's tiny size) and its inputs; None without transformers."""
+    try:
+        import transformers
+    except ImportError:
+        return None
+    config = transformers.LlamaConfig(
+        vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=16, attn_implementation="sdpa",
+    )  # fmt: skip
+    ids = torch.randint(0, 128, (2, 8), device=device)
+    return transformers.LlamaForCausalLM(config).to(device), {
+        "input_ids": ids,
+        "labels": ids,
+        "use_cache": False,
+    }
+
+
+def training_rows(device: str, skip_compile: bool) -> list[tuple[str, dict[str, float]]]:
+    """Per training step (``zero_grad``, forward, ``backward``): eager, torch.compile, thunder.
+
+    The MLP keeps its dropout (training mode), as in the MNIST tutorial; the Llama runs in eval mode
+    (no dropout), so that its first thunder loss can be checked against eager's.
+    """
+    workloads = [("5-layer MLP train step", mnist_mlp().to(device), (torch.rand(8, 784, device=device),), {})]
+    llama = tiny_llama(device)
+    if llama is not None:
+        workloads.append(("tiny Llama train step", llama[0].eval(), (), llama[1]))
+    rows = []
+    for name, model, args, kwargs in workloads:
+        candidates = [("eager", model), ("thunder", thunder.jit(model))]
+        if not skip_compile:
+            candidates.insert(1, ("torch.compile", torch.compile(model)))
+
+        def step(
+            f: Callable, model: torch.nn.Module = model, args: tuple = args, kwargs: dict = kwargs
+        ) -> torch.Tensor:
+            model.zero_grad(set_to_none=True)
+            output = f(*args, **kwargs)
+            loss = output.sum() if isinstance(output, torch.Tensor) else output.loss
+            loss.backward()
+            return loss
+
+        if not model.training:  # never time a wrong answer
+            torch.testing.assert_close(step(candidates[-1][1]), step(model))
+        times = {label: per_call_us(lambda f=f: step(f), device) for label, f in candidates}
+        times.setdefault("torch.compile", float("nan"))
+        rows.append((name, times))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--skip-compile", action="store_true", help="leave torch.compile out")
+    parser.add_argument("--training", action="store_true", help="only the training steps")
+    parser.add_argument("--skip-first-call", action="store_true", help="leave the GPT-2 first call out")
     options = parser.parse_args()
     device = options.device
     rows = []
-    for name, (fn, args) in workloads(device).items():
+    for name, (fn, args) in ({} if options.training else workloads(device)).items():
         jitted = thunder.jit(fn)
         candidates = [("eager", fn), ("thunder", jitted)]
         if not options.skip_compile:
@@ -139,6 +194,7 @@ def main() -> None:
             times = {label: per_call_us(lambda f=f: f(*args), device) for label, f in candidates}
         times.setdefault("torch.compile", float("nan"))
         rows.append((name, times))
+    rows += training_rows(device, options.skip_compile)
     print(f"device: {torch.cuda.get_device_name() if device == 'cuda' else 'cpu'}, torch {torch.__version__}")
     print(
         f"{'workload (us/call)':26} {'eager':>8} {'compile':>8} {'thunder':>8} {'th/eager':>9} {'th/compile':>10}"
@@ -146,7 +202,8 @@ def main() -> None:
     for name, t in rows:
         print(f"{name:26} {t['eager']:8.1f} {t['torch.compile']:8.1f} {t['thunder']:8.1f} "
               f"{t['thunder'] / t['eager']:9.2f} {t['thunder'] / t['torch.compile']:10.2f}")  # fmt: skip
-    first_call(device)
+    if not options.skip_first_call:
+        first_call(device)
 
 
 if __name__ == "__main__":
