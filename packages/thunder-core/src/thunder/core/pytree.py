@@ -10,10 +10,25 @@ from torch.utils import _pytree
 __all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_leaves", "TreeSpec"]
 
 TreeSpec = _pytree.TreeSpec
+LEAF_SPEC = _pytree.tree_flatten(None)[1]  # the spec torch gives every leaf (one object)
+_is_leaf = getattr(_pytree, "tree_is_leaf", None) or _pytree._is_leaf  # torch < 2.6: only the private name
 
 
 def tree_flatten(tree: Any) -> tuple[list[Any], TreeSpec]:
-    return _pytree.tree_flatten(tree)
+    """torch's ``tree_flatten``, the same leaves and spec. torch's recursion is a closure that refers to
+    itself, a reference cycle per call that only the garbage collector frees; compiled functions
+    flatten their outputs on every call, and these cycles then trigger full collections of the heap."""
+    leaves: list[Any] = []
+    return leaves, _flatten(tree, leaves)
+
+
+def _flatten(node: Any, leaves: list[Any]) -> TreeSpec:
+    if _is_leaf(node):
+        leaves.append(node)
+        return LEAF_SPEC
+    node_type = _pytree._get_node_type(node)
+    children, context = _pytree.SUPPORTED_NODES[node_type].flatten_fn(node)
+    return TreeSpec(node_type, context, [_flatten(child, leaves) for child in children])
 
 
 def tree_unflatten(leaves: list[Any], spec: TreeSpec) -> Any:
