@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from thunder.core.pytree import tree_flatten, tree_unflatten
+from thunder.core.pytree import LEAF_SPEC, tree_flatten, tree_unflatten
 
 __all__ = ["ThunderFunction", "differentiable_callable"]
 
@@ -31,41 +31,55 @@ class ThunderFunction(torch.autograd.Function):
         ctx.saved_count = len(saved)
         # Inputs, outputs and views go through save_for_backward: PyTorch then raises if they are
         # changed in place before the backward, and an output saved there makes no reference cycle.
-        # The forward's own intermediates (no one else can reach them) stay in a list the backward
+        # The forward's own intermediates (no one else can reach them) stay in a dict the backward
         # empties, so that each is freed at its last use in the backward trace.
         # Which saved values are inputs or outputs is known when compiling; views only now.
         static = pair.saved_inputs_and_outputs
-        tracked = [
-            i for i, s in enumerate(saved)
-            if i in static or s is None or (isinstance(s, torch.Tensor) and s._base is not None)
-        ]  # fmt: skip
-        ctx.save_for_backward(*(saved[i] for i in tracked))
+        tracked: list[int] = []
+        tracked_values: list[Any] = []
+        untracked: dict[int, Any] = {}  # tensors and Python numbers
+        for i, s in enumerate(saved):
+            if i in static or s is None or (isinstance(s, torch.Tensor) and s._base is not None):
+                tracked.append(i)
+                tracked_values.append(s)
+            else:
+                untracked[i] = s
+        ctx.save_for_backward(*tracked_values)
         ctx.tracked_positions = tracked
-        tracked_set = set(tracked)
-        ctx.untracked = {
-            i: s for i, s in enumerate(saved) if i not in tracked_set
-        }  # tensors and Python numbers
+        ctx.untracked = untracked
         # integer outputs, and float outputs eager returns without requires_grad (a detached
         # statistic, a value computed only from inputs that do not require grad)
         detached = pair.detached_outputs
         ctx.mark_non_differentiable(
-            *(
+            *[
                 t
                 for i, t in enumerate(flat_output)
                 if isinstance(t, torch.Tensor)
                 and (not (t.is_floating_point() or t.is_complex()) or i in detached)
-            )
+            ]
         )
         # autograd.Function returns a flat tuple; Python values among the outputs travel as they are.
         return tuple(flat_output)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx: Any, *grads: Any) -> tuple:
-        pair: _CompiledPair = ctx.pair
-        arguments = _saved(ctx)
-        arguments += [grads[i] for i in pair.cotangent_outputs]
-        return (None, *pair.backward(arguments))
+        # once_differentiable's no_grad and checks matter only when the backward records a graph
+        # (create_graph=True); a plain backward runs with grad mode off already.
+        if torch.is_grad_enabled():
+            return _once_differentiable_backward(ctx, *grads)
+        return _backward(ctx, grads)
+
+
+def _backward(ctx: Any, grads: tuple) -> tuple:
+    pair: _CompiledPair = ctx.pair
+    arguments = _saved(ctx)
+    arguments += [grads[i] for i in pair.cotangent_outputs]
+    return (None, *pair.backward(arguments))
+
+
+@torch.autograd.function.once_differentiable
+def _once_differentiable_backward(ctx: Any, *grads: Any) -> tuple:
+    return _backward(ctx, grads)
 
 
 def _saved(ctx: Any) -> list[Any]:
@@ -85,10 +99,12 @@ def _saved(ctx: Any) -> list[Any]:
     return saved
 
 
+_current_keep_graph = getattr(torch._C._autograd, "_get_current_graph_task_keep_graph", None)
+
+
 def _keeps_graph() -> bool:
     """Whether the running backward was asked to keep the graph (``retain_graph=True``)."""
-    keep_graph = getattr(torch._C._autograd, "_get_current_graph_task_keep_graph", None)
-    return True if keep_graph is None else bool(keep_graph())
+    return True if _current_keep_graph is None else bool(_current_keep_graph())
 
 
 class _CompiledPair:
@@ -114,6 +130,8 @@ def differentiable_callable(forward: Callable, backward: Callable, cotangent_out
 
     def run(*inputs: Any) -> Any:
         flat_output = ThunderFunction.apply(pair, *inputs)
+        if pair.output_spec is LEAF_SPEC:  # one tensor, what most models return
+            return flat_output[0]
         return tree_unflatten(list(flat_output), pair.output_spec)
 
     return run
