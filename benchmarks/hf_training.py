@@ -54,7 +54,14 @@ def _apply_liger(workload: str, model: torch.nn.Module) -> None:
     import liger_kernel.transformers as liger
 
     patch = {"llama": liger.apply_liger_kernel_to_llama, "qwen2": liger.apply_liger_kernel_to_qwen2}[workload]
-    patch(rope=True, rms_norm=True, swiglu=True, cross_entropy=False, fused_linear_cross_entropy=True, model=model)
+    patch(
+        rope=True,
+        rms_norm=True,
+        swiglu=True,
+        cross_entropy=False,
+        fused_linear_cross_entropy=True,
+        model=model,
+    )
 
 
 def _runner(system: str, workload: str, model: torch.nn.Module) -> Callable:
@@ -95,7 +102,9 @@ def rows_of(workload: str, shape: dict, args: argparse.Namespace) -> list[Row]:
             print(f"{workload} {system}: FAILED {type(error).__name__}: {str(error)[:300]}")
             continue
         tokens_per_s = tokens / (ms / 1000)
-        rows.append(Row(workload, system, ms, first_s, peak, tokens_per_s, flops_per_token * tokens_per_s / 1e12))
+        rows.append(
+            Row(workload, system, ms, first_s, peak, tokens_per_s, flops_per_token * tokens_per_s / 1e12)
+        )
         print(f"{workload} {system}: {ms:.1f} ms/step, first {args.warmup} steps {first_s:.1f} s", flush=True)
         if args.profile and system in args.profile.split(","):
             _profile(f"hf_{workload}_{system}", step, args)
@@ -107,9 +116,13 @@ def rows_of(workload: str, shape: dict, args: argparse.Namespace) -> list[Row]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--size", choices=sorted(SHAPES), default=None, help="default: full on CUDA, tiny on CPU")
+    parser.add_argument(
+        "--size", choices=sorted(SHAPES), default=None, help="default: full on CUDA, tiny on CPU"
+    )
     parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
     parser.add_argument("--workloads", default="llama,qwen2")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
@@ -123,6 +136,22 @@ def main() -> None:
     for workload in args.workloads.split(","):
         rows += rows_of(workload, shape, args)
         _print_table(rows, args)  # after each workload, so a time-out still leaves a table
+    _print_speedups(rows)
+
+
+def _print_speedups(rows: list[Row]) -> None:
+    """How many times faster thunder's step is than each other system's (above 1: thunder is faster)."""
+    by_key = {(r.workload, r.system): r for r in rows}
+    others = ("eager", "liger", "torch.compile")
+    print("\n| workload | thunder system | " + " | ".join(f"speed-up over {o}" for o in others) + " |")
+    print("|---|---|" + "---|" * len(others))
+    for r in rows:
+        if r.system.startswith("thunder"):
+            cells = [
+                f"{by_key[(r.workload, o)].ms / r.ms:.2f}x" if (r.workload, o) in by_key else "-"
+                for o in others
+            ]
+            print(f"| {r.workload} | {r.system} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

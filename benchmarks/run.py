@@ -136,6 +136,31 @@ def _systems(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(s for s in SYSTEMS if not (s == "torch.compile" and args.skip_compile))
 
 
+# Kernel categories by name, first match wins (cuBLAS/cuDNN/flash/nvFuser/Triton/ATen kernel names).
+_KERNEL_CATEGORIES = (
+    ("attention", ("flash", "fmha", "cudnn", "attention", "sdpa")),
+    ("matmul", ("gemm", "cutlass", "xmma", "nvjet", "cublas", "matmul")),
+    ("optimizer", ("multi_tensor", "fused_adam", "adamw", "_foreach")),
+    ("nvfuser", ("nvfuser", "codegen", "kernel_")),
+    ("triton", ("triton",)),
+    ("copy/fill", ("copy", "memcpy", "memset", "fill", "cat", "index")),
+    ("reduction", ("reduce", "softmax", "norm", "nll", "cross_entropy", "embedding")),
+    ("elementwise", ("elementwise", "vectorized", "unrolled", "pointwise")),
+)
+
+
+def kernel_categories(profiler: torch.profiler.profile, steps: int) -> dict[str, float]:
+    """Milliseconds per step of CUDA kernel time, by category of kernel name."""
+    totals: dict[str, float] = {}
+    for event in profiler.events():
+        if event.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        lowered = event.name.lower()
+        category = next((c for c, keys in _KERNEL_CATEGORIES if any(k in lowered for k in keys)), "other")
+        totals[category] = totals.get(category, 0.0) + event.device_time / 1000 / steps
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+
 def _profile(name: str, step: Callable, args: argparse.Namespace) -> None:
     activities = [torch.profiler.ProfilerActivity.CPU]
     if args.device == "cuda":
@@ -155,10 +180,15 @@ def _profile(name: str, step: Callable, args: argparse.Namespace) -> None:
     kernel_ms = sum(e.device_time for e in kernels) / 1000 / steps
     os.makedirs(args.profile_dir, exist_ok=True)
     path = os.path.join(args.profile_dir, f"profile_{name}.txt")
+    categories = kernel_categories(profiler, steps)
+    by_category = ", ".join(f"{c} {ms:.1f}" for c, ms in categories.items())
     with open(path, "w") as f:
         f.write(f"{name}: {wall_ms:.2f} ms/step wall under the profiler, {kernel_ms:.2f} ms/step in kernels\n")
+        f.write(f"kernel ms/step by category: {by_category}\n")
         f.write(averages.table(sort_by=sort_by, row_limit=60))
     print(f"profile of {name} ({wall_ms:.2f} ms/step wall, {kernel_ms:.2f} ms/step kernels): {path}")
+    if categories:
+        print(f"  kernel ms/step by category: {by_category}")
 
 
 def _print_table(rows: list[Row], args: argparse.Namespace) -> None:

@@ -75,7 +75,9 @@ def test_attention_kernels_at_model_sizes(backend: str, head_dim: int) -> None:
     qkv = torch.randn(2, seq, 3 * heads * head_dim, device="cuda", dtype=torch.bfloat16, requires_grad=True)
 
     def block(qkv: torch.Tensor) -> torch.Tensor:
-        q, k, v = (t.view(2, seq, heads, head_dim).transpose(1, 2) for t in qkv.split(heads * head_dim, dim=2))
+        q, k, v = (
+            t.view(2, seq, heads, head_dim).transpose(1, 2) for t in qkv.split(heads * head_dim, dim=2)
+        )
         return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, seq, -1)
 
     with sdpa_kernel([chosen]):  # thunder's kernel choice follows torch.backends.cuda's switches
@@ -105,7 +107,17 @@ def test_gelu(device: str, approximate: str) -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("padding_idx, scale_grad_by_freq", [(None, False), (3, False), (None, True), (2, True)])
+def test_silu(device: str) -> None:
+    # bfloat16 on the CPU too: the backward of a SwiGLU MLP in bf16 was eight float32 kernels
+    for dtype in {*_cases(device), torch.bfloat16}:
+        x = torch.randn(4, 33, device=device, dtype=dtype, requires_grad=True)
+        _check(F.silu, [x], "torch.nn.functional.silu", "silu_backward")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    "padding_idx, scale_grad_by_freq", [(None, False), (3, False), (None, True), (2, True)]
+)
 def test_embedding(device: str, padding_idx: int | None, scale_grad_by_freq: bool) -> None:
     index = torch.tensor([[1, 3, 3, 0], [2, 9, 1, 3]], device=device)  # repeated rows sum
     for dtype in _cases(device):

@@ -19,9 +19,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CompileOption", "COMPILE_OPTIONS", "CACHE_OPTIONS", "check_compile_options", "check_callable"]
+__all__ = [
+    "CompileOption", "COMPILE_OPTIONS", "CACHE_OPTIONS", "REMATERIALIZATION_OPTIONS", "check_compile_options",
+    "check_callable",
+]  # fmt: skip
 
 CACHE_OPTIONS = ("constant values", "symbolic values", "no caching")
+REMATERIALIZATION_OPTIONS = ("auto", "save memory", "off")
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,12 @@ COMPILE_OPTIONS: Mapping[str, CompileOption] = {
             "fallback",
             "False: a torch operator without a thunder symbol is an error, not a PyTorch call (default True)",
             _bool,
+        ),
+        CompileOption(
+            "rematerialization",
+            "'auto' (default: the backward recomputes cheap forward ops only where a fusion executor runs"
+            " them), 'save memory' (recompute whatever saves memory, also unfused) or 'off'",
+            _one_of(REMATERIALIZATION_OPTIONS),
         ),
         CompileOption(
             "cuda_graphs", "True: capture each compiled function in a CUDA graph and replay it", _bool

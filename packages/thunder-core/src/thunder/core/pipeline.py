@@ -31,11 +31,12 @@ from thunder.core.diagnostics import instrumented_compile
 from thunder.core.diagnostics.recompiles import RecompileReason, record_recompile
 from thunder.core.diagnostics.tracebacks import with_user_frames
 from thunder.core.epilogue import Epilogue
-from thunder.core.executor import Executor, resolve_executors
+from thunder.core.executor import Executor, FusionExecutor, resolve_executors
 from thunder.core.options import CACHE_OPTIONS, check_callable, check_compile_options
 from thunder.core.prologue import GuardFailure
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
+from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace
 from thunder.core.transforms.autograd import saved_bytes, split_forward_backward
 from thunder.core.transforms.causal_attention import use_causal_attention
@@ -43,7 +44,7 @@ from thunder.core.transforms.claim_executors import claim_executors
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
 from thunder.core.transforms.lifetimes import insert_deletes
-from thunder.core.transforms.remat import rematerialize
+from thunder.core.transforms.remat import fused_recomputable, rematerialize, view_recomputable
 
 __all__ = [
     "Frontend",
@@ -151,7 +152,9 @@ def compile_computation(
     return traces
 
 
-def _transform_if_changed(traces: list[Trace], stats: CompileStats, name: str, transform: Callable[[Trace], Trace]) -> None:
+def _transform_if_changed(
+    traces: list[Trace], stats: CompileStats, name: str, transform: Callable[[Trace], Trace]
+) -> None:
     """Apply ``transform``; its trace is listed only when it changed something, as the docs show the traces."""
     start = time.perf_counter()
     transformed = transform(traces[-1])
@@ -164,6 +167,23 @@ def _uses_cuda_graphs(compile_data: CompileData) -> bool:
     """The ``cuda_graphs`` option (core/cuda_graphs.py); it defaults to off."""
     compile_data.used_options.add("cuda_graphs")
     return bool(compile_data.options.get("cuda_graphs", False))
+
+
+def _recomputable(compile_data: CompileData) -> Callable[[BoundSymbol], bool] | None:
+    """Which forward ops the backward may recompute instead of reading (the ``rematerialization`` option).
+
+    ``auto`` recomputes cheap elementwise work only when a fusion executor runs the program: there a
+    recomputed op joins the backward's fused kernels and costs little, while without fusion each
+    would be a kernel of its own that reads and writes whole tensors (HF Llama's RMSNorms recomputed
+    by the torch executor made its backward slower than eager's). Unfused, only views are recomputed
+    and the backward reads what eager's saves. ``off`` (None) recomputes nothing.
+    """
+    compile_data.used_options.add("rematerialization")
+    choice = compile_data.options.get("rematerialization") or "auto"
+    if choice == "off":
+        return None
+    fused = any(isinstance(executor, FusionExecutor) for executor in compile_data.executors)
+    return fused_recomputable if fused or choice == "save memory" else view_recomputable
 
 
 def needs_autograd(computation: Trace) -> bool:
@@ -186,9 +206,11 @@ def compile_with_autograd(
     start = time.perf_counter()
     split = split_forward_backward(traces[-1])
     stats.last_stage_seconds["autograd"] = time.perf_counter() - start
-    start = time.perf_counter()
-    split = rematerialize(split)
-    stats.last_stage_seconds["rematerialization"] = time.perf_counter() - start
+    recomputable = _recomputable(compile_data)
+    if recomputable is not None:
+        start = time.perf_counter()
+        split = rematerialize(split, recomputable)
+        stats.last_stage_seconds["rematerialization"] = time.perf_counter() - start
     unsynchronized = split
     for transform in compile_transforms(compile_data.transforms):  # data parallelism (thunder.distributed)
         split = transform.transform_split(split)
@@ -395,7 +417,13 @@ def jit(
     """
     check_callable(fn)
     check_compile_options(
-        {"executors": executors, "cache": cache, "transforms": transforms, "cache_size": cache_size, **options}
+        {
+            "executors": executors,
+            "cache": cache,
+            "transforms": transforms,
+            "cache_size": cache_size,
+            **options,
+        }
     )
     if cache is None:  # checked above: None is the default
         cache = CACHE_OPTIONS[0]

@@ -55,7 +55,7 @@ from thunder.torch.dropout import alpha_dropout, dropout1d, dropout2d, dropout3d
 from thunder.torch.nn import dropout  # noqa: E402,F811 -- importing the submodule thunder.torch.dropout rebinds the name
 from thunder.torch.activations import (
     celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, prelu, relu6,
-    rrelu, selu, silu, softmin, softplus, softshrink, softsign, tanhshrink, threshold,
+    rrelu, selu, silu, silu_backward, softmin, softplus, softshrink, softsign, tanhshrink, threshold,
 )  # fmt: skip
 # ops A modules: begin
 from thunder.torch.elementwise import (  # noqa: A004

@@ -14,6 +14,7 @@ from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import canonical_dim, expand_to, to_dtype
 
 SHAPE = frozenset({"shape"})
+VIEW = frozenset({"shape", "view"})  # PyTorch returns a view of the input (reshape: where the layout allows)
 
 
 def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
@@ -36,20 +37,20 @@ def infer_shape(numel: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return shape
 
 
-@torchsymbol(torch.Tensor.reshape, torch.reshape, method="reshape", tags=SHAPE)
+@torchsymbol(torch.Tensor.reshape, torch.reshape, method="reshape", tags=VIEW)
 def reshape(a: TensorProxy, *shape: Any) -> TensorProxy:
     new_shape = infer_shape(a.numel(), _shape_arg(shape))
     return a if new_shape == a.shape else prims.reshape(a, new_shape)
 
 
-@torchsymbol(torch.Tensor.view, method="view", tags=SHAPE)
+@torchsymbol(torch.Tensor.view, method="view", tags=VIEW)
 def view(a: TensorProxy, *shape: Any) -> TensorProxy:
     if len(shape) == 1 and not isinstance(shape[0], (Sequence, int)):
         raise NotImplementedError("Tensor.view(dtype) is not supported by thunder")
     return reshape(a, *shape)
 
 
-@torchsymbol(torch.flatten, torch.Tensor.flatten, method="flatten", tags=SHAPE)
+@torchsymbol(torch.flatten, torch.Tensor.flatten, method="flatten", tags=VIEW)
 def flatten(input: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> TensorProxy:
     if input.ndim == 0:
         return reshape(input, (1,))
@@ -60,7 +61,7 @@ def flatten(input: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> Tensor
     return reshape(input, shape)
 
 
-@torchsymbol(torch.Tensor.permute, torch.permute, method="permute", tags=SHAPE)
+@torchsymbol(torch.Tensor.permute, torch.permute, method="permute", tags=VIEW)
 def permute(a: TensorProxy, *dims: Any) -> TensorProxy:
     permutation = tuple(canonical_dim(d, a.ndim) for d in _shape_arg(dims))
     if len(permutation) != a.ndim:
@@ -68,7 +69,7 @@ def permute(a: TensorProxy, *dims: Any) -> TensorProxy:
     return a if permutation == tuple(range(a.ndim)) else prims.transpose(a, permutation)
 
 
-@torchsymbol(torch.transpose, torch.swapaxes, torch.Tensor.transpose, method="transpose", tags=SHAPE)
+@torchsymbol(torch.transpose, torch.swapaxes, torch.Tensor.transpose, method="transpose", tags=VIEW)
 def transpose(input: TensorProxy, dim0: int, dim1: int) -> TensorProxy:
     if input.ndim == 0:
         return input
@@ -78,30 +79,30 @@ def transpose(input: TensorProxy, dim0: int, dim1: int) -> TensorProxy:
     return permute(input, permutation)
 
 
-@torchsymbol(torch.t, torch.Tensor.t, method="t", tags=SHAPE)
+@torchsymbol(torch.t, torch.Tensor.t, method="t", tags=VIEW)
 def t(input: TensorProxy) -> TensorProxy:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     return transpose(input, 0, 1) if input.ndim == 2 else input
 
 
-@torchsymbol(method="T", tags=SHAPE)
+@torchsymbol(method="T", tags=VIEW)
 def T(a: TensorProxy) -> TensorProxy:  # noqa: N802 -- torch's name
     return permute(a, tuple(reversed(range(a.ndim))))
 
 
-@torchsymbol(method="mT", tags=SHAPE)
+@torchsymbol(method="mT", tags=VIEW)
 def mT(input: TensorProxy) -> TensorProxy:  # noqa: N802 -- torch's name
     return transpose(input, -2, -1)
 
 
-@torchsymbol(torch.unsqueeze, torch.Tensor.unsqueeze, method="unsqueeze", tags=SHAPE)
+@torchsymbol(torch.unsqueeze, torch.Tensor.unsqueeze, method="unsqueeze", tags=VIEW)
 def unsqueeze(input: TensorProxy, dim: int) -> TensorProxy:
     d = canonical_dim(dim, input.ndim + 1)
     return prims.reshape(input, input.shape[:d] + (1,) + input.shape[d:])
 
 
-@torchsymbol(torch.squeeze, torch.Tensor.squeeze, method="squeeze", tags=SHAPE)
+@torchsymbol(torch.squeeze, torch.Tensor.squeeze, method="squeeze", tags=VIEW)
 def squeeze(input: TensorProxy, dim: Any = None) -> TensorProxy:
     if dim is None:
         dims = tuple(range(input.ndim))
@@ -111,7 +112,7 @@ def squeeze(input: TensorProxy, dim: Any = None) -> TensorProxy:
     return input if shape == input.shape else prims.reshape(input, shape)
 
 
-@torchsymbol(torch.Tensor.expand, method="expand", tags=SHAPE)
+@torchsymbol(torch.Tensor.expand, method="expand", tags=VIEW)
 def expand(a: TensorProxy, *shape: Any) -> TensorProxy:
     target = _shape_arg(shape)
     offset = len(target) - a.ndim

@@ -3,7 +3,7 @@
 The torch language routes training through symbol pairs whose forward returns what the backward
 needs (``attention_with_lse`` and ``attention_backward``, ``layer_norm_with_statistics`` and
 ``layer_norm_backward``, ``cross_entropy_with_lse`` and ``cross_entropy_backward``,
-``gelu_backward``, ``embedding_backward``). Their decompositions are the math; here the torch executor claims them as
+``gelu_backward``, ``silu_backward``, ``embedding_backward``). Their decompositions are the math; here the torch executor claims them as
 single calls of the kernels PyTorch's autograd uses (flash attention, ``native_layer_norm``, ...),
 so a compiled training step launches what eager launches, or fewer kernels, instead of dozens of
 elementwise ones. Each function returns exactly the dtypes its symbol's decomposition declares.
@@ -32,6 +32,7 @@ __all__ = [
     "layer_norm_with_statistics",
     "layer_norm_backward",
     "gelu_backward",
+    "silu_backward",
     "embedding_backward",
     "cross_entropy_with_lse",
     "cross_entropy_backward",
@@ -71,9 +72,13 @@ def attention_with_lse(
         return out, lse.squeeze(-1)  # cuDNN's statistics are (B, H, S, 1), float32
     k, v = _repeat_heads(k, q.shape[1]), _repeat_heads(v, q.shape[1])  # flash kernels take no grouped heads
     if q.is_cuda:
-        out, lse, *_ = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, is_causal, False, scale=scale)
+        out, lse, *_ = torch.ops.aten._scaled_dot_product_flash_attention(
+            q, k, v, 0.0, is_causal, False, scale=scale
+        )
     else:
-        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal, scale=scale)
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q, k, v, 0.0, is_causal, scale=scale
+        )
     return out, lse.to(_computation_dtype(q.dtype))
 
 
@@ -115,7 +120,9 @@ def attention_backward(
     return grad_q, _sum_heads(grad_k, k.shape[1]), _sum_heads(grad_v, v.shape[1])
 
 
-def _attention_checker(q: TensorProxy, k: TensorProxy, v: TensorProxy, *args: object, **kwargs: object) -> bool:
+def _attention_checker(
+    q: TensorProxy, k: TensorProxy, v: TensorProxy, *args: object, **kwargs: object
+) -> bool:
     head_dim = q.shape[-1]
     if q.device.type == "cuda":
         return q.dtype.torch_dtype in _HALF and head_dim % 8 == 0 and head_dim <= 256
@@ -151,6 +158,10 @@ def gelu_backward(g: torch.Tensor, a: torch.Tensor, approximate: str) -> torch.T
     return torch.ops.aten.gelu_backward(g, a, approximate=approximate)
 
 
+def silu_backward(g: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    return torch.ops.aten.silu_backward(g, a)
+
+
 def embedding_backward(
     g: torch.Tensor, a: torch.Tensor, num_weights: int, padding_idx: int | None, scale_grad_by_freq: bool
 ) -> torch.Tensor:
@@ -182,7 +193,12 @@ def cross_entropy_with_lse(
 
 
 def cross_entropy_backward(
-    g: torch.Tensor, a: torch.Tensor, target: torch.Tensor, lse: torch.Tensor, ignore_index: int, reduction: str
+    g: torch.Tensor,
+    a: torch.Tensor,
+    target: torch.Tensor,
+    lse: torch.Tensor,
+    ignore_index: int,
+    reduction: str,
 ) -> torch.Tensor:
     kept = target != ignore_index
     share = g.to(lse.dtype)
@@ -204,7 +220,12 @@ def triton_cross_entropy_with_lse(
 
 
 def triton_cross_entropy_backward(
-    g: torch.Tensor, a: torch.Tensor, target: torch.Tensor, lse: torch.Tensor, ignore_index: int, reduction: str
+    g: torch.Tensor,
+    a: torch.Tensor,
+    target: torch.Tensor,
+    lse: torch.Tensor,
+    ignore_index: int,
+    reduction: str,
 ) -> torch.Tensor:
     from thunder.executors.triton import cross_entropy
 
@@ -256,7 +277,9 @@ def _claim_cross_entropy(executor: OperatorExecutor) -> None:
 
 
 def register_torch_kernels(executor: OperatorExecutor) -> None:
-    def claim(symbol: Any, fn: Callable, checker: Callable[..., bool] | None = None, *, fusible: bool = True) -> None:
+    def claim(
+        symbol: Any, fn: Callable, checker: Callable[..., bool] | None = None, *, fusible: bool = True
+    ) -> None:
         operator = executor.register_operator(fn.__name__, fn=fn, like=symbol)
         executor.register_implementation(
             symbol, operator, checker=checker or (lambda *args, **kwargs: True), defers_to_fusion=fusible
@@ -265,9 +288,15 @@ def register_torch_kernels(executor: OperatorExecutor) -> None:
     # flash attention beats any fusion of attention's math; the others are elementwise work and
     # reductions that a fusion executor listed first fuses with their neighbours
     claim(ltorch.attention_with_lse, attention_with_lse, _attention_checker, fusible=False)
-    claim(ltorch.attention_backward, attention_backward, lambda g, q, *rest: _attention_checker(q, q, q), fusible=False)
+    claim(
+        ltorch.attention_backward,
+        attention_backward,
+        lambda g, q, *rest: _attention_checker(q, q, q),
+        fusible=False,
+    )
     claim(ltorch.layer_norm_with_statistics, layer_norm_with_statistics)
     claim(ltorch.layer_norm_backward, layer_norm_backward)
     claim(ltorch.gelu_backward, gelu_backward)
+    claim(ltorch.silu_backward, silu_backward)
     claim(ltorch.embedding_backward, embedding_backward, fusible=False)  # a scatter: nothing to fuse
     _claim_cross_entropy(executor)

@@ -7,7 +7,9 @@ capacity. The values the backward reads are joined to the sink. The source is jo
 and to every value that must not be recomputed: made by an op that is expensive (matmul, linear)
 or random (recomputing a dropout mask would draw a new one). A minimum cut then crosses ``in ->
 out`` edges only: those tensors are saved, and the backward recomputes what lies beyond the cut
-from them. Ops tagged ``elementwise``, ``shape`` or ``reduction`` may be recomputed.
+from them. Ops tagged ``elementwise``, ``shape`` or ``reduction`` may be recomputed
+(``fused_recomputable``); where no fusion executor runs the backward only views are
+(``view_recomputable``): there each recomputed op would be a kernel of its own (pipeline.py).
 """
 
 from __future__ import annotations
@@ -23,23 +25,31 @@ from thunder.core.trace import from_trace
 from thunder.core.transforms.autograd import ForwardBackward, saved_bytes
 from thunder.core.transforms.dce import dce
 
-__all__ = ["rematerialize", "cheapest_cut", "recomputation"]
+__all__ = ["rematerialize", "cheapest_cut", "recomputation", "fused_recomputable", "view_recomputable"]
 
 RECOMPUTABLE_TAGS = frozenset({"elementwise", "shape", "reduction"})
 _SOURCE, _SINK = "source", "sink"
 
 
-def _recomputable(bound_symbol: BoundSymbol) -> bool:
+def fused_recomputable(bound_symbol: BoundSymbol) -> bool:
+    """Elementwise, shape and reduction ops: cheap where a fusion executor runs them in the backward's kernels."""
     tags = bound_symbol.symbol.tags
     return bool(tags & RECOMPUTABLE_TAGS) and "random" not in tags
 
 
-def rematerialize(split: ForwardBackward) -> ForwardBackward:
+def view_recomputable(bound_symbol: BoundSymbol) -> bool:
+    """Views only (permute, reshape, expand, ...): free to recompute, and a saved view keeps its base alive."""
+    return "view" in bound_symbol.symbol.tags
+
+
+def rematerialize(
+    split: ForwardBackward, recomputable: Callable[[BoundSymbol], bool] = fused_recomputable
+) -> ForwardBackward:
     if not split.saved:
         return split
     forward_symbols = [b for b in split.forward.bound_symbols if b.symbol is not RETURN]
     producers = {p.name: b for b in forward_symbols for p in b.proxy_outputs()}
-    saved: list[Any] = list(_min_cut(split, forward_symbols, producers))
+    saved: list[Any] = list(_min_cut(split, forward_symbols, producers, recomputable))
     if {p.name for p in saved} == {p.name for p in split.saved if isinstance(p, TensorProxy)}:
         return split
     # Numbers (cache="symbolic values") are never recomputed: the backward gets those it reads.
@@ -47,7 +57,9 @@ def rematerialize(split: ForwardBackward) -> ForwardBackward:
     numbers.update(
         (p.name, p) for b in forward_symbols for p in b.proxy_outputs() if isinstance(p, NumberProxy)
     )
-    recomputed = recomputation([*saved, *numbers.values()], split.saved, producers, forward_symbols)
+    recomputed = recomputation(
+        [*saved, *numbers.values()], split.saved, producers, forward_symbols, recomputable
+    )
     read = [p for p in split.saved if isinstance(p, NumberProxy)] + [
         p for b in recomputed for p in b.proxy_args() if isinstance(p, NumberProxy)
     ]
@@ -77,7 +89,10 @@ def rematerialize(split: ForwardBackward) -> ForwardBackward:
 
 
 def _min_cut(
-    split: ForwardBackward, forward_symbols: list[BoundSymbol], producers: dict[str, BoundSymbol]
+    split: ForwardBackward,
+    forward_symbols: list[BoundSymbol],
+    producers: dict[str, BoundSymbol],
+    recomputable: Callable[[BoundSymbol], bool],
 ) -> list[TensorProxy]:
     inputs = {p.name for p in split.forward.args if isinstance(p, TensorProxy)}
 
@@ -85,9 +100,11 @@ def _min_cut(
         return 0 if proxy.name in inputs else proxy.numel() * proxy.dtype.itemsize
 
     needed = [p for p in split.saved if isinstance(p, TensorProxy)]
-    cut = cheapest_cut(forward_symbols, producers, needed, weight, _recomputable)
+    cut = cheapest_cut(forward_symbols, producers, needed, weight, recomputable)
     made = [p.name for b in forward_symbols for p in b.proxy_outputs()]
-    order = {name: i for i, name in enumerate([p.name for p in split.forward.args if isinstance(p, Proxy)] + made)}
+    order = {
+        name: i for i, name in enumerate([p.name for p in split.forward.args if isinstance(p, Proxy)] + made)
+    }
     return sorted(cut, key=lambda p: order.get(p.name, len(order)))  # inputs first, then as made
 
 
@@ -161,6 +178,7 @@ def recomputation(
     needed: Iterable[TensorProxy],
     producers: dict[str, BoundSymbol],
     forward_symbols: list[BoundSymbol],
+    recomputable: Callable[[BoundSymbol], bool] = fused_recomputable,
 ) -> list[BoundSymbol]:
     """The ops of ``forward_symbols`` that recompute ``needed`` from ``saved``, in their order."""
     available = {p.name for p in saved}
@@ -171,7 +189,7 @@ def recomputation(
         producer = producers[name]
         if id(producer) in chosen:
             continue
-        assert _recomputable(producer), f"rematerialization would recompute {producer.symbol.id}"
+        assert recomputable(producer), f"rematerialization would recompute {producer.symbol.id}"
         chosen.add(id(producer))
         pending += [p.name for p in producer.proxy_args() if p.name not in available]
     return [b for b in forward_symbols if id(b) in chosen]
