@@ -94,6 +94,13 @@ def test_a_fusion_executor_recomputes_elementwise_work_by_default(dtype: torch.d
     )[0]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_fusion_executor_after_the_torch_executor_fuses_nothing_so_nothing_is_recomputed(dtype) -> None:
+    # executors=["torch"] on a CUDA machine lists nvFuser after torch: torch claims every op first
+    jitted = _check_against_eager(dtype, executors=["torch", NvFuserClaimsOnCpu()])
+    assert all("view" in b.symbol.tags for b in _recomputed(jitted)), thunder.last_backward_traces(jitted)[0]
+
+
 def test_a_saved_view_does_not_keep_its_base_alive_through_the_backward() -> None:
     # x @ x.T saves x.T for the backward; recomputing the view lets x's intermediates go at their del
     def fn(x: torch.Tensor) -> torch.Tensor:

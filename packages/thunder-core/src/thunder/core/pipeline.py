@@ -31,7 +31,7 @@ from thunder.core.diagnostics import instrumented_compile
 from thunder.core.diagnostics.recompiles import RecompileReason, record_recompile
 from thunder.core.diagnostics.tracebacks import with_user_frames
 from thunder.core.epilogue import Epilogue
-from thunder.core.executor import Executor, FusionExecutor, resolve_executors
+from thunder.core.executor import Executor, resolve_executors
 from thunder.core.options import CACHE_OPTIONS, check_callable, check_compile_options
 from thunder.core.prologue import GuardFailure
 from thunder.core.proxies import TensorProxy
@@ -40,7 +40,7 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace
 from thunder.core.transforms.autograd import saved_bytes, split_forward_backward
 from thunder.core.transforms.causal_attention import use_causal_attention
-from thunder.core.transforms.claim_executors import claim_executors
+from thunder.core.transforms.claim_executors import claim_executors, fused_by
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
 from thunder.core.transforms.lifetimes import insert_deletes
@@ -172,18 +172,21 @@ def _uses_cuda_graphs(compile_data: CompileData) -> bool:
 def _recomputable(compile_data: CompileData) -> Callable[[BoundSymbol], bool] | None:
     """Which forward ops the backward may recompute instead of reading (the ``rematerialization`` option).
 
-    ``auto`` recomputes cheap elementwise work only when a fusion executor runs the program: there a
-    recomputed op joins the backward's fused kernels and costs little, while without fusion each
-    would be a kernel of its own that reads and writes whole tensors (HF Llama's RMSNorms recomputed
-    by the torch executor made its backward slower than eager's). Unfused, only views are recomputed
-    and the backward reads what eager's saves. ``off`` (None) recomputes nothing.
+    ``auto`` recomputes cheap elementwise work only where a fusion executor will claim it: there a
+    recomputed op joins the backward's fused kernels and costs little, while an op the torch executor
+    runs would be a kernel of its own that reads and writes whole tensors (HF Llama's RMSNorms
+    recomputed by the torch executor made its backward slower than eager's). Views are always
+    recomputed; unfused, the backward otherwise reads what eager's saves. ``off`` (None) recomputes
+    nothing; ``save memory`` whatever saves memory.
     """
     compile_data.used_options.add("rematerialization")
     choice = compile_data.options.get("rematerialization") or "auto"
     if choice == "off":
         return None
-    fused = any(isinstance(executor, FusionExecutor) for executor in compile_data.executors)
-    return fused_recomputable if fused or choice == "save memory" else view_recomputable
+    if choice == "save memory":
+        return fused_recomputable
+    executors = compile_data.executors
+    return lambda b: view_recomputable(b) or (fused_recomputable(b) and fused_by(b, executors))
 
 
 def needs_autograd(computation: Trace) -> bool:

@@ -17,7 +17,7 @@ from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.region_graph import RegionGraph
 from thunder.core.transforms.region_remat import recompute_between_regions
 
-__all__ = ["claim_executors", "operator_callable", "UnclaimedSymbolError"]
+__all__ = ["claim_executors", "operator_callable", "UnclaimedSymbolError", "fused_by"]
 
 _STRUCTURAL = (RETURN, DEL)
 
@@ -96,6 +96,20 @@ def _claim(
     raise UnclaimedSymbolError(
         f"no executor can run {bound_symbol.symbol.id} and it has no decomposition (executors tried: {names})"
     )
+
+
+def fused_by(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> bool:
+    """Whether claiming would hand ``bound_symbol`` (or, unclaimed, all its parts) to a fusion executor.
+
+    The same order of decisions as ``_claim``, without lowering anything: rematerialization asks it
+    before the executors run, since only fused work is cheap to recompute."""
+    for position, executor in enumerate(executors):
+        if not executor.can_execute(bound_symbol):
+            continue
+        if isinstance(executor, OperatorExecutor):
+            return executor.defers_to_fusion(bound_symbol) and _fusion_takes_part(bound_symbol, executors[:position])
+        return isinstance(executor, FusionExecutor)
+    return bool(bound_symbol.subsymbols) and all(fused_by(sub, executors) for sub in bound_symbol.subsymbols)
 
 
 def _fusion_takes_part(bound_symbol: BoundSymbol, earlier: Sequence[Executor]) -> bool:
