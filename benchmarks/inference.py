@@ -10,6 +10,7 @@ weights and the KV cache read once per decoded token.
 
     python benchmarks/inference.py --models tinyllama,llama3-8b
     python benchmarks/inference.py --models tiny --device cpu --systems eager,thunder   # a smoke run
+    python benchmarks/inference.py --host-overhead                # thunder's host work per decode step, CPU
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ import torch
 MODELS: dict[str, dict[str, Any]] = {
     "tiny": dict(hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, vocab_size=512),
+    # TinyLlama's 22 layers at the tiny width: its prologue, inputs and host work, little arithmetic
+    "tiny22": dict(hidden_size=64, intermediate_size=176, num_hidden_layers=22, num_attention_heads=4,
+                   num_key_value_heads=2, vocab_size=512),
     "tinyllama": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
                       num_key_value_heads=4, vocab_size=32000),
     "llama3-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
@@ -216,6 +220,93 @@ def profile_decode(
         print(f"  {share:7.3f} ms/token  {event.count // steps:4d}x  {event.key[:90]}")
 
 
+def _best_per_call(
+    fns: dict[str, Callable[[], Any]], calls: int, repeats: int, before: Callable[[], Any] = lambda: None
+) -> dict[str, float]:
+    """Microseconds per call of each of ``fns``: the best over ``repeats`` batches of ``calls``, the
+    functions taking turns so that each sees the same load (the machine is shared)."""
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            before()
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - start) / calls * 1e6)
+    return best
+
+
+def host_overhead(args: argparse.Namespace, model_name: str = "tiny22", repeats: int = 20) -> None:
+    """Where thunder's host time per decode step goes, on the CPU (one thread): a whole step of eager and
+    of thunder.jit (cache hit), then the parts of thunder's step timed on their own: its call without the
+    computation (the module call, the cache lookup with the prologue, the epilogue), the CUDA-graph key
+    that ``cuda_graphs=True`` computes per call (the key code path itself: graphs are not captured on the
+    CPU) and the output rebuilt after a graph replay. With CUDA graphs the host runs these and the
+    replay, not the computation's Python.
+    """
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    import thunder
+    from thunder.core.cuda_graphs import GraphedFunction, mutated_inputs
+
+    torch.set_num_threads(1)  # the CPU kernels are tiny; a second thread only adds noise
+    steps = min(args.new_tokens - 1, 32)
+    model = build_model(model_name, "cpu", torch.float32)
+    prompt = torch.randint(0, model.config.vocab_size, (1, args.prompt))
+    cache = static_cache(model, args.prompt + steps + 1)
+    jitted = thunder.jit(model)
+    token = torch.tensor([[1]])
+    positions = torch.arange(args.prompt, args.prompt + 1)
+    inputs = dict(
+        input_ids=token, past_key_values=cache, position_ids=positions[None], cache_position=positions
+    )
+
+    def prefill() -> None:  # a static cache has room for ``steps`` more tokens
+        cache.reset()
+        _step(model, prompt, cache, 0)
+
+    with torch.no_grad():
+        for _ in range(2):  # compile the prefill and the decode step
+            generate(jitted, prompt, cache, 4, "cpu")
+        steps_us = _best_per_call({"eager": lambda: model(**inputs), "thunder": lambda: jitted(**inputs)},
+                                  steps, repeats, prefill)  # fmt: skip
+        entry = jitted._thunder_jitted._cache[-1]  # the decode step's (the most recently used)
+        prefill()
+        fetched = entry.prologue(**inputs)
+        result = entry.computation(*fetched)
+        computation = entry.computation
+        graphed = GraphedFunction(computation, mutated=mutated_inputs(entry.computation_traces[-1]))
+        flat, spec = tree_flatten(result)
+        entry.computation = lambda *fetched: result  # thunder's call around its computation, on its own
+        try:
+            parts = _best_per_call(
+                {
+                    "around": lambda: jitted(**inputs),
+                    "prologue": lambda: entry.prologue(**inputs),
+                    "key": lambda: graphed.key(fetched),
+                    "rebuild": lambda: tree_unflatten(flat, spec),
+                },
+                100,
+                repeats,
+            )
+        finally:
+            entry.computation = computation
+    prologue_lines = len(str(entry.prologue_traces[-1]).splitlines())
+    print(f"\nhost work per decode step, {model_name} ({model.config.num_hidden_layers} layers), CPU, 1 thread, "
+          f"torch {torch.__version__}, best of {repeats}, us per call")  # fmt: skip
+    rows = [
+        ("eager step", steps_us["eager"]),
+        ("thunder step (cache hit, no graphs)", steps_us["thunder"]),
+        ("thunder's call without the computation", parts["around"]),
+        (f"  of which the prologue ({prologue_lines} lines, {len(fetched)} inputs)", parts["prologue"]),
+        ("with cuda_graphs=True, also per call: the graph key", parts["key"]),
+        ("  and the output rebuilt after the replay", parts["rebuild"]),
+        ("host work of a graphed step, less the replay", parts["around"] + parts["key"] + parts["rebuild"]),
+    ]
+    for label, value in rows:
+        print(f"  {label:60} {value:9.1f}")
+
+
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -253,7 +344,13 @@ def main() -> None:
     parser.add_argument(
         "--cprofile", action="store_true", help="with --profile: the host's time by Python function"
     )
+    parser.add_argument(
+        "--host-overhead", action="store_true", help="only thunder's host work per decode step, on the CPU"
+    )
     args = parser.parse_args()
+    if args.host_overhead:
+        host_overhead(args)
+        return
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
     rows: list[Row] = []
     for name in args.models.split(","):

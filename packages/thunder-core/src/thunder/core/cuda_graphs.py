@@ -89,7 +89,7 @@ class GraphedFunction:
     def __call__(self, *args: Any) -> Any:
         if self.refused is not None:
             return self.fn(*args)
-        key = self._plan(args).key(args)
+        key = self.key(args)
         captured = self.graphs.get(key)
         if captured is None:
             reason = _unsupported(args)
@@ -107,6 +107,10 @@ class GraphedFunction:
                         return self.fn(*args)
                     self.graphs[key] = captured
         return captured.replay(args)
+
+    def key(self, args: tuple) -> tuple:
+        """What picks the graph for a call: its inputs' layout beyond what the prologue checked."""
+        return self._plan(args).key(args)
 
     def _capture(self, args: tuple) -> _Captured:
         plan = self._plan(args)
