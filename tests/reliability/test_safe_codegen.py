@@ -27,6 +27,7 @@ def _hostile_names(marker: Path) -> list[str]:
         "ﬁ", "fi", "ｔorch", "é",  # unicode; "ﬁ" and "fi" are one identifier to Python (NFKC)
         "torch", "t0", "t1", "computation", "prologue", "prims", "ltorch", "args", "kwargs",  # trace internals
         "Tensor", "GuardFailure", "check_value", "_constant0", "_constant7", "sum", "prim_add",
+        "int", "len", "isinstance", "_checked",  # names the prologue's inline checks use
         "0starts_with_digit", "", " ", "a-b", "a b",
     ]  # fmt: skip
 

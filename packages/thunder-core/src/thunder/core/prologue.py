@@ -8,6 +8,7 @@ computation's inputs; any mismatch raises ``GuardFailure`` and the next cache en
 
 from __future__ import annotations
 
+import ast
 import math
 from typing import Any
 
@@ -85,10 +86,27 @@ def _print_unpack(bound_symbol: BoundSymbol) -> list[str]:
     return [f"{bound_symbol.output.name} = {expression}"]
 
 
+# The local a value check binds its value to (``type(_checked := x.n) is not int or _checked != 3``).
+CHECKED = "_checked"
+# Builtins the printed checks call: a proxy or local of the same name would shadow them.
+_BUILTINS_USED = ("type", "len", "tuple", "list", "dict", "int", "float", "str", "hasattr", "getattr",
+                  "isinstance")  # fmt: skip
+
+
 def _print_check_value(bound_symbol: BoundSymbol) -> list[str]:
+    # Literals are compared inline, as check_tensor: a prologue runs on every call, and calling
+    # check_value costs twice the comparison. ``True``, ``False`` and ``None`` are singletons, so
+    # identity is their type and value at once; other literals compare type, then value.
     expression, expected_source, *shown = bound_symbol.args
-    comment = f"  # {shown[0]}" if shown else ""  # a value bound by name, as it would print
-    return [f"check_value({expression}, {expected_source}){comment}"]
+    if shown:  # a value bound by name, as it would print: check_value also equates NaN with NaN
+        return [f"check_value({expression}, {expected_source})  # {shown[0]}"]
+    if expected_source in ("True", "False", "None"):
+        return [f"if {expression} is not {expected_source}: raise GuardFailure"]
+    type_name = type(ast.literal_eval(expected_source)).__name__
+    return [
+        f"if type({CHECKED} := {expression}) is not {type_name} or {CHECKED} != {expected_source}: "
+        "raise GuardFailure"
+    ]
 
 
 def _print_check_keys(bound_symbol: BoundSymbol) -> list[str]:
@@ -146,9 +164,9 @@ CHECK_EMPTY = Symbol(
 
 
 def _print_check_identity(bound_symbol: BoundSymbol) -> list[str]:
-    expression, expected_name, *shown = bound_symbol.args
+    expression, expected_name, *shown = bound_symbol.args  # inline, as check_value
     comment = f"  # {shown[0]}" if shown else ""
-    return [f"check_identity({expression}, {expected_name}){comment}"]
+    return [f"if {expression} is not {expected_name}: raise GuardFailure{comment}"]
 
 
 CHECK_IDENTITY = Symbol(name="check_identity", id="prologue.check_identity", meta=lambda *args: None,
@@ -205,7 +223,8 @@ class PrologueBuilder:
             GuardFailure=GuardFailure,
         )
         # a proxy named ``Tensor`` (a user's parameter) would shadow the prologue's own names
-        computation.names.update(self.prologue.constants)
+        computation.names.update(self.prologue.constants, _BUILTINS_USED, (CHECKED,))
+        self.prologue.names.update(_BUILTINS_USED, (CHECKED,))
         self._tensors: dict[int, tuple[Any, TensorProxy]] = {}
         self._tensor_sources: dict[int, Source] = {}  # where each tensor input was first read
         self._numbers: dict[str, NumberProxy] = {}  # by the expression that fetches them

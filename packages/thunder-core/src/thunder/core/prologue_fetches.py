@@ -4,8 +4,10 @@ A module's prologue reaches each submodule many times (its four hook dicts, its 
 flags): ``getattr(_constant8, '0')`` goes through ``torch.nn.Module.__getattr__`` each time, and
 for an MLP that was most of a 200 us prologue. ``hoist_repeated_fetches`` rewrites the prologue's
 bound symbols so that every fetch (an attribute, ``getattr`` with a literal name, or a subscript
-with a literal key) that occurs more than once is bound by a ``HOIST`` line (``args[0]`` is left as it is: no cheaper as a local) just before its first
-use and read from that local afterwards. The values are the same: no user code runs between the
+with a literal key) that occurs more than once is bound by a ``HOIST`` line just before its first use
+and read from that local afterwards. ``args[0]`` and ``kwargs['cache']`` are left as they are (no
+cheaper as a local), but what is read through them is bound: ``kwargs['cache'].layers`` was
+fetched again by every layer's checks. The values are the same: no user code runs between the
 checks of one call, and a fetch that raises still makes the call's prologue fail.
 """
 
@@ -45,7 +47,17 @@ def _is_fetch(node: ast.AST) -> bool:
 
 
 def _is_base(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) or _is_fetch(node)
+    return isinstance(node, ast.Name) or _is_argument(node) or _is_fetch(node)
+
+
+def _is_argument(node: ast.AST) -> bool:
+    """``args[0]``, ``kwargs['cache']``: not hoisted itself, but what is read through it is."""
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in ("args", "kwargs")
+        and isinstance(node.slice, ast.Constant)
+    )
 
 
 class _Replace(ast.NodeTransformer):

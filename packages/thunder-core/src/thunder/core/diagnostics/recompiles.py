@@ -186,7 +186,8 @@ def _fetched_expression(bound_symbol: BoundSymbol) -> str:
 
 
 def _explain_value(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
-    value, expected = inner.f_locals["value"], inner.f_locals["expected"]
+    # the check is inline (or a call of check_value): both sides are read again in the prologue's frame
+    value, expected = _evaluate(bound.args[0], frame), _evaluate(bound.args[1], frame)
     what = describer.describe(bound.args[0])
     before, after = shown_value(expected), shown_value(value)
     if type(value) is not type(expected):
@@ -196,7 +197,7 @@ def _explain_value(bound: BoundSymbol, frame: FrameType, inner: Any, describer: 
 
 
 def _explain_identity(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
-    value, expected = inner.f_locals["value"], inner.f_locals["expected"]
+    value, expected = _evaluate(bound.args[0], frame), _evaluate(bound.args[1], frame)
     what = describer.describe(bound.args[0])
     before, after = shown_value(expected), shown_value(value)
     return _Finding(f"{what} is another object: {before} -> {after}", what, before, after)
