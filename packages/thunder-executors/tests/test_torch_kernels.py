@@ -84,6 +84,23 @@ def test_attention_kernels_at_model_sizes(backend: str, head_dim: int) -> None:
         _check(block, [qkv], "attention_with_lse", "attention_backward")
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: cuDNN and flash attention kernels")
+@pytest.mark.parametrize("backend", ["cudnn", "flash"])
+def test_grouped_query_attention_kernels(backend: str) -> None:
+    """Llama's grouped heads (8 query heads per key head): the backward repeats the key's heads and sums them back."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    chosen = SDPBackend.CUDNN_ATTENTION if backend == "cudnn" else SDPBackend.FLASH_ATTENTION
+    q = torch.randn(2, 16, 256, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k, v = (torch.randn(2, 2, 256, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+
+    def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+    with sdpa_kernel([chosen, SDPBackend.MATH]):  # eager's enable_gqa may need the math kernel
+        _check(attention, [q, k, v], "attention_with_lse", "attention_backward")
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("affine", [True, False])
 def test_layer_norm(device: str, affine: bool) -> None:
