@@ -153,3 +153,67 @@ def test_outputs_eager_returns_without_requires_grad_are_so_here_too() -> None:
 
     expected, actual = fn(x, y), thunder.jit(fn)(x, y)
     assert [t.requires_grad for t in actual] == [t.requires_grad for t in expected]
+
+
+def test_backward_drops_views_that_change_nothing_and_computes_repeated_values_once() -> None:
+    """A linear's weight gradient of a 2-D input reshaped both operands to the shape they had, and
+    the q, k, v projections of one input each reshaped it again: one Python-level op per call."""
+
+    class Attention(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q, self.k, self.v = (torch.nn.Linear(4, 4) for _ in range(3))
+
+        def forward(self, x):
+            return self.q(x) * self.k(x) + self.v(x)
+
+    model = Attention()
+    x = torch.randn(2, 3, 4)
+    jitted = thunder.jit(model)
+    ours = [torch.autograd.grad(jitted(x).sum(), model.parameters())]
+    eager = [torch.autograd.grad(model(x).sum(), model.parameters())]
+    torch.testing.assert_close(ours, eager)
+    backward = thunder.last_backward_traces(jitted)[0]
+    reshaped_x = [b for b in backward.bound_symbols if b.symbol.name == "reshape" and b.args[0].name == "x"]
+    assert len(reshaped_x) == 1, str(backward)
+    assert all(
+        tuple(b.args[1]) != tuple(b.args[0].shape)
+        for b in backward.bound_symbols
+        if b.symbol.name == "reshape"
+    )
+
+    linear = torch.nn.Linear(4, 4)
+    jitted = thunder.jit(linear)
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(
+        torch.autograd.grad(jitted(x).sum(), linear.parameters()),
+        torch.autograd.grad(linear(x).sum(), linear.parameters()),
+    )
+    names = [b.symbol.name for b in thunder.last_backward_traces(jitted)[0].bound_symbols]
+    assert "reshape" not in names, names
+
+
+def test_structured_outputs_come_back_whole_with_gradients() -> None:
+    """The forward's own output structure is returned when autograd hands back its tensors; an input
+    returned as an output comes back as autograd's view of it, and the structure is rebuilt."""
+
+    def fn(x, w):
+        return {"y": x @ w, "pair": (torch.tanh(w), 2)}
+
+    def returns_input(x, w):
+        return x, x @ w
+
+    x = torch.randn(2, 3, requires_grad=True)
+    w = torch.randn(3, 3, requires_grad=True)
+    for f in (fn, returns_input):
+        jitted = thunder.jit(f)
+        for _ in range(2):  # compile, then a cache hit
+            ours, eager = jitted(x, w), f(x, w)
+            assert type(ours) is type(eager)
+            torch.testing.assert_close(ours, eager)
+            loss = lambda out: sum(
+                t.sum() for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)
+            )  # noqa: E731
+            torch.testing.assert_close(
+                torch.autograd.grad(loss(ours), (x, w)), torch.autograd.grad(loss(eager), (x, w))
+            )

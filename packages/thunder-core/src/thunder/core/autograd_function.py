@@ -12,6 +12,7 @@ graph, so a second-order gradient through them would be silently wrong; PyTorch 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,7 @@ class ThunderFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, pair: _CompiledPair, *inputs: Any) -> tuple:  # type: ignore[override]
         output, saved = pair.forward(*inputs)
-        flat_output, pair.output_spec = tree_flatten(output)
+        flat_output, spec = tree_flatten(output)
         ctx.pair = pair
         ctx.saved_count = len(saved)
         # Inputs, outputs and views go through save_for_backward: PyTorch then raises if they are
@@ -47,19 +48,15 @@ class ThunderFunction(torch.autograd.Function):
         ctx.save_for_backward(*tracked_values)
         ctx.tracked_positions = tracked
         ctx.untracked = untracked
-        # integer outputs, and float outputs eager returns without requires_grad (a detached
-        # statistic, a value computed only from inputs that do not require grad)
-        detached = pair.detached_outputs
-        ctx.mark_non_differentiable(
-            *[
-                t
-                for i, t in enumerate(flat_output)
-                if isinstance(t, torch.Tensor)
-                and (not (t.is_floating_point() or t.is_complex()) or i in detached)
-            ]
-        )
-        # autograd.Function returns a flat tuple; Python values among the outputs travel as they are.
-        return tuple(flat_output)
+        if pair.non_differentiable is None:  # output dtypes are the trace's: the same on every call
+            pair.non_differentiable = _non_differentiable(flat_output, pair.detached_outputs)
+        if pair.non_differentiable:
+            ctx.mark_non_differentiable(*[flat_output[i] for i in pair.non_differentiable])
+        # autograd.Function returns a flat tuple; Python values among the outputs travel as they are,
+        # and so does the last item: the forward's own output structure with the flat outputs, which
+        # ``run`` returns as it is when autograd handed back these very tensors (saving a rebuild:
+        # a Hugging Face ModelOutput costs about 15 us to construct).
+        return (*flat_output, (spec, flat_output, output))
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> tuple:
@@ -115,7 +112,24 @@ class _CompiledPair:
         self.backward = backward
         self.cotangent_outputs = cotangent_outputs  # flat output positions the backward takes gradients of
         self.saved_inputs_and_outputs = saved_inputs_and_outputs  # saved positions that are inputs or outputs
-        self.output_spec: Any = None
+        # flat output positions autograd must not differentiate, known after the first call
+        self.non_differentiable: tuple[int, ...] | None = None
+
+
+def _non_differentiable(flat_output: list[Any], detached: frozenset[int]) -> tuple[int, ...]:
+    """Integer outputs, and float outputs eager returns without requires_grad (a detached statistic,
+    a value computed only from inputs that do not require grad)."""
+    return tuple(
+        i
+        for i, t in enumerate(flat_output)
+        if isinstance(t, torch.Tensor) and (not (t.is_floating_point() or t.is_complex()) or i in detached)
+    )
+
+
+# Function.apply without its Python wrapper, which binds default arguments and unwraps functorch's
+# dead wrappers on every call; ``run`` takes the wrapper whenever functorch could be involved.
+_apply = super(torch.autograd.Function, ThunderFunction).apply
+_functorch_active = torch._C._are_functorch_transforms_active
 
 
 def differentiable_callable(forward: Callable, backward: Callable, cotangent_outputs: list[int],
@@ -129,9 +143,26 @@ def differentiable_callable(forward: Callable, backward: Callable, cotangent_out
     pair = _CompiledPair(forward, backward, cotangent_outputs, saved_inputs_and_outputs, detached_outputs)
 
     def run(*inputs: Any) -> Any:
-        flat_output = ThunderFunction.apply(pair, *inputs)
-        if pair.output_spec is LEAF_SPEC:  # one tensor, what most models return
-            return flat_output[0]
-        return tree_unflatten(list(flat_output), pair.output_spec)
+        if _functorch_active():
+            returned = ThunderFunction.apply(pair, *inputs)
+        else:
+            returned = _apply(pair, *unwrap_dead_wrappers(inputs))
+        spec, flat_output, output = returned[-1]
+        if spec is LEAF_SPEC:  # one tensor, what most models return
+            return returned[0]
+        # autograd returns the forward's tensors themselves, except an input returned as an output
+        # (a new view of it) and the like: then the structure is rebuilt around what autograd returned
+        if all(map(operator.is_, returned, flat_output)):
+            return output
+        return tree_unflatten(list(returned[:-1]), spec)
 
     return run
+
+
+def unwrap_dead_wrappers(inputs: tuple) -> tuple:
+    """functorch's ``unwrap_dead_wrappers``, as ``Function.apply`` calls it: a tensor that escaped a
+    finished ``torch.func`` transform is unwrapped (a list comprehension: torch's generator is slower)."""
+    return tuple([_unwrap_if_dead(v) if isinstance(v, torch.Tensor) else v for v in inputs])
+
+
+_unwrap_if_dead = torch._C._functorch.unwrap_if_dead
