@@ -19,10 +19,12 @@ from thunder.core.prologue_fetches import hoist_repeated_fetches
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.sources import KeysSource, Source
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
-from thunder.core.trace import Trace, tracectx
+from thunder.core.trace import Trace, from_trace, tracectx
 
 __all__ = [
     "GuardFailure",
+    "TensorChecks",
+    "with_tensor_shapes",
     "PrologueBuilder",
     "check_tensor",
     "check_value",
@@ -124,6 +126,131 @@ CHECK_TENSOR = Symbol(
 )
 CHECK_VALUE = Symbol(name="check_value", id="prologue.check_value", meta=lambda *args: None,
                      printer=_print_check_value, fn=check_value)  # fmt: skip
+
+
+def _torch_tensor_guards() -> Any:
+    """torch's C++ tensor check, the one torch.compile's guards run, or None where this torch lacks it."""
+    try:
+        from torch._C._dynamo.guards import TensorGuards
+
+        probe = torch.zeros(2, 3)
+        guards = TensorGuards(probe, dynamic_dims_sizes=None, dynamic_dims_strides=[[None, None]])
+        # what the prologue relies on: same metadata passes, other metadata, a non-tensor, strides do not
+        if not guards.check(torch.zeros(3, 2).t()) or guards.check(torch.zeros(2, 4)) or guards.check(2):
+            return None
+        if guards.check(torch.zeros(2, 3, dtype=torch.float64)) or guards.check(probe.requires_grad_()):
+            return None
+        return TensorGuards
+    except Exception:  # noqa: BLE001 -- a private API: any change in it means the checks stay in Python
+        return None
+
+
+TORCH_TENSOR_GUARDS = _torch_tensor_guards()
+
+
+class TensorChecks:
+    """The checks of all of a prologue's tensors as one call: ``check(*tensors)`` is True when each has
+    the shape, dtype, device and requires_grad the computation was traced with.
+
+    The first call that passes is checked in Python; its tensors then make torch's C++ tensor check
+    (``torch._C._dynamo.guards.TensorGuards``), which later calls run: about 60 ns a tensor, against
+    400 ns for a line of Python reading four attributes. torch's check never checks less (strides
+    aside, which it is told to leave): it also checks the exact class (a ``Parameter`` is not a plain
+    tensor), the device index and the dispatch keys under the thread's state (an inference tensor,
+    a conjugate view, autocast), so a call differing only there compiles another entry. Made on the
+    first call, not while compiling, so that it records the caller's state, not the compiler's.
+    """
+
+    def __init__(self, expected: tuple[tuple[tuple[int, ...], torch.device, torch.dtype, bool], ...]):
+        self.expected = expected  # per tensor: shape, device, dtype, requires_grad
+        self.native: Any = None
+        self.check: Any = self._check_first
+
+    def _check_first(self, *tensors: Any) -> bool:
+        if self.mismatch(tensors) is not None:
+            return False
+        try:
+            strides = [[None] * t.dim() for t in tensors]  # not checked: the prologue never did
+            native = TORCH_TENSOR_GUARDS(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=strides)
+        except Exception:  # noqa: BLE001 -- keep checking in Python
+            native = None
+        if native is not None and native.check(*tensors):
+            self.native, self.check = native, native.check
+        else:
+            self.check = self._check_python
+        return True
+
+    def _check_python(self, *tensors: Any) -> bool:
+        return self.mismatch(tensors) is None
+
+    def mismatch(self, tensors: tuple) -> tuple[int, list[tuple[str, str, str]]] | None:
+        """The position of the first tensor failing the checks and what differs (what, before, after:
+        ``("shape", "(4,)", "(2, 2)")``), or None when all pass."""
+        if len(tensors) != len(self.expected):
+            return -1, [("the number of tensors", str(len(self.expected)), str(len(tensors)))]
+        for index, (t, (shape, device, dtype, requires_grad)) in enumerate(zip(tensors, self.expected)):
+            if not isinstance(t, torch.Tensor):
+                return index, [("", "a tensor", f"a {type(t).__qualname__}")]
+            wanted = {"shape": tuple(shape), "dtype": dtype, "requires_grad": requires_grad, "device": device}
+            actual = {
+                "shape": tuple(t.shape),
+                "dtype": t.dtype,
+                "requires_grad": t.requires_grad,
+                "device": t.device,
+            }
+            changes = [
+                (k, shown_value(wanted[k]), shown_value(actual[k])) for k in wanted if wanted[k] != actual[k]
+            ]
+            if changes:
+                return index, changes
+        if self.native is not None and not self.native.check(*tensors):
+            names = [f"input{i}" for i in range(len(tensors))]
+            message = str(self.native.check_verbose(*tensors, tensor_check_names=names))
+            index = next((i for i, name in enumerate(names) if f"'{name}'" in message), 0)
+            return index, [("kind (torch's tensor check)", "as on the first call", message)]
+        return None
+
+
+def _print_check_tensors(bound_symbol: BoundSymbol) -> list[str]:
+    checks_name, entries = bound_symbol.args
+    expected = [
+        f"# {proxy.name}: shape {tuple(shape)!r}, dtype {dtype}, device {proxy.device}, "
+        f"requires_grad {requires_grad}"
+        for proxy, shape, _, dtype, requires_grad in entries
+    ]
+    names = ", ".join(entry[0].name for entry in entries)
+    return [*expected, f"if not {checks_name}.check({names}): raise GuardFailure"]
+
+
+CHECK_TENSORS = Symbol(
+    name="check_tensors", id="prologue.check_tensors", meta=lambda *args: None, printer=_print_check_tensors
+)
+
+
+def tensor_checks(entries: tuple, constants: dict[str, Any], name: str) -> BoundSymbol:
+    """The ``CHECK_TENSORS`` line for ``entries`` (the arguments of ``CHECK_TENSOR`` lines: proxy, shape,
+    device name, dtype, requires_grad), its ``TensorChecks`` bound as ``name`` in ``constants``."""
+    expected = tuple(
+        (tuple(shape), constants[device], dtype, requires_grad)
+        for _, shape, device, dtype, requires_grad in entries
+    )
+    constants[name] = TensorChecks(expected)
+    return BoundSymbol(CHECK_TENSORS, (name, tuple(entries)))
+
+
+def with_tensor_shapes(prologue: Trace, shapes: dict[str, tuple[int, ...]]) -> Trace:
+    """``prologue`` checking other shapes for the tensors named in ``shapes`` (FSDP's shards)."""
+    new = from_trace(prologue, prologue.header)
+    for bound_symbol in prologue.bound_symbols:
+        if bound_symbol.symbol is CHECK_TENSOR and bound_symbol.args[0].name in shapes:
+            proxy, _, *metadata = bound_symbol.args
+            bound_symbol = bound_symbol.replace(args=(proxy, shapes[proxy.name], *metadata))
+        elif bound_symbol.symbol is CHECK_TENSORS:
+            name, entries = bound_symbol.args
+            entries = tuple((p, shapes.get(p.name, shape), *rest) for p, shape, *rest in entries)
+            bound_symbol = tensor_checks(entries, new.constants, name)  # the old prologue keeps its own
+        new.bound_symbols.append(bound_symbol)
+    return new
 
 
 def _print_check_container(bound_symbol: BoundSymbol) -> list[str]:
@@ -398,10 +525,26 @@ class PrologueBuilder:
         self.prologue.bound_symbols[:] = _merge_empty_checks(
             hoist_repeated_fetches(self.prologue.bound_symbols, expression_index, self._fetch_name)
         )
+        if TORCH_TENSOR_GUARDS is not None:
+            self._check_tensors_at_once()
         self.prologue.record(BoundSymbol(RETURN, (list(self.computation.args),)))
         self._finished = True
         self.prologue.header = "Prologue: fetches and checks the computation's inputs"
         return self.prologue
+
+    def _check_tensors_at_once(self) -> None:
+        """The tensors' checks as one call after the last fetch (``TensorChecks``): no later check
+        reads through a tensor (what is read from one needs no check of its own), so none relies on
+        them having passed first."""
+        bound_symbols = self.prologue.bound_symbols
+        entries = tuple(b.args for b in bound_symbols if b.symbol is CHECK_TENSOR)
+        if entries:
+            bound_symbols[:] = [b for b in bound_symbols if b.symbol is not CHECK_TENSOR]
+            name = "_tensor_checks"
+            while name in self.prologue.names or name in self.computation.names:
+                name = f"_{name}"
+            self.prologue.names.add(name)
+            bound_symbols.append(tensor_checks(entries, self.prologue.constants, name))
 
 
 def _merge_empty_checks(bound_symbols: list[BoundSymbol]) -> list[BoundSymbol]:

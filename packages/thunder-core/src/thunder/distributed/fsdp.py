@@ -26,8 +26,9 @@ from typing import Any
 import torch
 
 from thunder.core.compile_transform import CompileTransform
+from thunder.core.prologue import with_tensor_shapes
 from thunder.core.proxies import TensorProxy
-from thunder.core.trace import Trace, from_trace, tracectx
+from thunder.core.trace import Trace, tracectx
 from thunder.core.transforms.autograd import ForwardBackward
 from thunder.distributed.buckets import (
     finish_all_gather,
@@ -213,10 +214,4 @@ class FSDPTransform(CompileTransform):
 
 def _checking_shards(prologue: Trace, sharded: dict[str, ShardInfo]) -> Trace:
     """The prologue, checking the shapes of the shards where it checked the full parameters."""
-    new = from_trace(prologue, prologue.header)
-    for bound_symbol in prologue.bound_symbols:
-        if bound_symbol.symbol.id == "prologue.check_tensor" and bound_symbol.args[0].name in sharded:
-            proxy, _, *metadata = bound_symbol.args
-            bound_symbol = bound_symbol.replace(args=(proxy, sharded[proxy.name].shard_shape, *metadata))
-        new.bound_symbols.append(bound_symbol)
-    return new
+    return with_tensor_shapes(prologue, {name: info.shard_shape for name, info in sharded.items()})

@@ -39,6 +39,7 @@ from thunder.core.prologue import (
     CHECK_KEYS,
     CHECK_SAME,
     CHECK_TENSOR,
+    CHECK_TENSORS,
     CHECK_TYPE,
     CHECK_VALUE,
     UNPACK,
@@ -238,6 +239,20 @@ def _explain_tensor(bound: BoundSymbol, frame: FrameType, inner: Any, describer:
     return _Finding(f"{what} changed: {changes}", what, ", ".join(befores), ", ".join(afters))
 
 
+def _explain_tensors(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
+    checks_name, entries = bound.args
+    tensors = tuple(frame.f_locals.get(entry[0].name) for entry in entries)
+    found = frame.f_globals[checks_name].mismatch(tensors)
+    if found is None:
+        return _Finding("the tensors' check failed", "tensors")
+    index, changes = found
+    what = describer.describe(entries[index][0].name) if index >= 0 else "the tensors"
+    summary = ", ".join(f"{field} {before} -> {after}".lstrip() for field, before, after in changes)
+    befores = ", ".join(f"{field} {before}".lstrip() for field, before, _ in changes)
+    afters = ", ".join(f"{field} {after}".lstrip() for field, _, after in changes)
+    return _Finding(f"{what} changed: {summary}", what, befores, afters)
+
+
 def _explain_type(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
     proxy, type_name = bound.args
     what = describer.describe(proxy.name)
@@ -291,6 +306,7 @@ _EXPLAINERS: dict[str, Callable[..., _Finding]] = {
     CHECK_IDENTITY.id: _explain_identity,
     CHECK_KEYS.id: _explain_keys,
     CHECK_TENSOR.id: _explain_tensor,
+    CHECK_TENSORS.id: _explain_tensors,
     CHECK_TYPE.id: _explain_type,
     CHECK_CONTAINER.id: _explain_container,
     CHECK_SAME.id: _explain_same,
