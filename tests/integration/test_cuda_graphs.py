@@ -132,3 +132,28 @@ def _graphed_function(jitted: object) -> GraphedFunction:
     computation = jitted._cache[-1].computation  # type: ignore[attr-defined]
     assert isinstance(computation, GraphedFunction)
     return computation
+
+
+def test_the_key_changes_with_what_a_capture_depends_on() -> None:
+    """The key each call computes (on the CPU too: it is plain tensor metadata)."""
+    weight, cache, x = torch.nn.Parameter(torch.randn(3, 3)), torch.zeros(4, 3), torch.randn(2, 3)
+    graphed = GraphedFunction(lambda *args: None, mutated=frozenset({1}))
+    key = graphed.key((weight, cache, x, 2))
+    assert graphed.key((weight, cache, x, 2)) == key
+    assert graphed.key((weight, cache, torch.randn(2, 3), 2)) == key  # copied in: its address is free
+    weight.data = weight.data.t()  # the same address, other strides
+    assert graphed.key((weight, cache, x, 2)) != key
+    weight.data = torch.randn(3, 3)  # another address
+    assert graphed.key((weight, cache, x, 2)) != key
+    weight.data = weight.data.t().contiguous().t()
+    key = graphed.key((weight, cache, x, 2))
+    assert graphed.key((weight, torch.zeros(4, 3), x, 2)) != key  # an input written in place: its address
+    assert graphed.key((weight, cache, torch.randn(3, 2).t(), 2)) != key  # a copied input's strides
+    assert graphed.key((weight, cache, x, 3)) != key and graphed.key((weight, cache, x, 2.0)) != key
+
+
+def test_the_key_with_one_input_of_a_kind() -> None:
+    graphed = GraphedFunction(lambda *args: None)
+    weight = torch.nn.Parameter(torch.randn(2))
+    assert graphed.key((weight,)) == ((weight.data_ptr(),), ((1,),), (), ())
+    assert GraphedFunction(lambda *args: None).key((torch.randn(2, 2),)) == ((), (), ((2, 1),), ())
