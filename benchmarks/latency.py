@@ -2,13 +2,15 @@
 
 Per call, eager vs torch.compile vs thunder: what a cache hit costs (``a + b`` on 2x2 tensors), the
 MNIST tutorial's 5-layer MLP eval forward (batch 8, no_grad), as in ../shared/BENCHMARKS.md, and
-training steps (``zero_grad``, forward, ``loss.backward()``; no optimizer) of that MLP and of a tiny
-Hugging Face Llama when ``transformers`` is installed; a table with thunder's ratios last. Then the first call of thunder.jit on a GPT-2-small-shaped model (12
-layers, d=768, 12 heads, seq 64, written below in plain torch.nn): trace + compile time per stage.
+training steps (``zero_grad``, forward, ``loss.backward()``; no optimizer) of that MLP and of tiny
+Hugging Face models (Llama, GPT-2, BERT) when ``transformers`` is installed, timed interleaved; a
+table with thunder's ratios last. Then the first call of thunder.jit on a GPT-2-small-shaped model
+(12 layers, d=768, 12 heads, seq 64, written below in plain torch.nn): trace + compile time per stage.
 
     python benchmarks/latency.py                 # on CUDA if available, else CPU
     python benchmarks/latency.py --skip-compile  # without torch.compile (it needs a C++ compiler on CPU)
     python benchmarks/latency.py --skip-compile --training --skip-first-call  # training steps only
+    python benchmarks/latency.py --skip-compile --training --skip-first-call --threads 1  # as the README
 """
 
 from __future__ import annotations
@@ -123,39 +125,85 @@ def workloads(device: str) -> dict[str, tuple[Callable, tuple]]:
     }
 
 
-def tiny_llama(device: str) -> tuple[torch.nn.Module, dict] | None:
-    """A 2-layer Llama of width 32 (benchmarks/models.py's tiny size) and its inputs; None without transformers."""
+def tiny_hf_models(device: str) -> dict[str, tuple[torch.nn.Module, dict]]:
+    """Tiny Hugging Face models (2 layers, width 32, vocabulary 128; batch 2, sequence 8) and their
+    inputs with labels, so that the output carries the loss; empty without transformers."""
     try:
         import transformers
     except ImportError:
-        return None
-    config = transformers.LlamaConfig(
+        return {}
+    t = transformers
+    llama = t.LlamaConfig(
         vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=16, attn_implementation="sdpa",
     )  # fmt: skip
+    gpt2 = t.GPT2Config(
+        n_embd=32, n_layer=2, n_head=4, vocab_size=128, n_positions=16, bos_token_id=0, eos_token_id=0,
+        attn_implementation="sdpa",
+    )  # fmt: skip
+    bert = t.BertConfig(
+        vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        max_position_embeddings=16, attn_implementation="sdpa",
+    )  # fmt: skip
     ids = torch.randint(0, 128, (2, 8), device=device)
-    return transformers.LlamaForCausalLM(config).to(device), {
-        "input_ids": ids,
-        "labels": ids,
-        "use_cache": False,
+    causal = {"input_ids": ids, "labels": ids, "use_cache": False}
+    return {
+        "tiny Llama": (t.LlamaForCausalLM(llama).to(device), causal),
+        "tiny GPT-2": (t.GPT2LMHeadModel(gpt2).to(device), causal),
+        "tiny BERT": (t.BertForMaskedLM(bert).to(device), {"input_ids": ids, "labels": ids}),
+    }
+
+
+def interleaved_us(
+    candidates: dict[str, Callable[[], object]], device: str, seconds: float = 0.05, rounds: int = 21
+) -> dict[str, tuple[float, float, float]]:
+    """Per candidate: the median and the minimum over rounds of the wall time per call, and the median
+    thread CPU time per call, in us. Each round times a batch of calls of every candidate in turn
+    (the order alternating), so that other load on the machine falls on all of them alike; the
+    thread CPU time leaves out the time the process was not running (it misses other threads'
+    work: compare it only with one torch thread). A batch holds about ``seconds`` of the first
+    candidate's calls (at least 5)."""
+    first = next(iter(candidates.values()))
+    start = time.perf_counter()
+    for _ in range(5):
+        first()
+    calls = max(5, int(seconds / max((time.perf_counter() - start) / 5, 1e-9)))
+    wall: dict[str, list[float]] = {label: [] for label in candidates}
+    cpu: dict[str, list[float]] = {label: [] for label in candidates}
+    order = list(candidates.items())
+    for index in range(rounds):
+        for label, fn in order if index % 2 == 0 else order[::-1]:
+            if device == "cuda":
+                torch.cuda.synchronize()
+            start, start_cpu = time.perf_counter(), time.thread_time()
+            for _ in range(calls):
+                fn()
+            if device == "cuda":
+                torch.cuda.synchronize()
+            cpu[label].append((time.thread_time() - start_cpu) / calls * 1e6)
+            wall[label].append((time.perf_counter() - start) / calls * 1e6)
+    return {
+        label: (statistics.median(wall[label]), min(wall[label]), statistics.median(cpu[label]))
+        for label in candidates
     }
 
 
 def training_rows(device: str, skip_compile: bool) -> list[tuple[str, dict[str, float]]]:
     """Per training step (``zero_grad``, forward, ``backward``): eager, torch.compile, thunder.
 
-    The MLP keeps its dropout (training mode), as in the MNIST tutorial; the Llama runs in eval mode
-    (no dropout), so that its first thunder loss can be checked against eager's.
+    The MLP keeps its dropout (training mode), as in the MNIST tutorial; the Hugging Face models run
+    in eval mode (no dropout), so that thunder's first loss can be checked against eager's. The
+    candidates are timed interleaved (``interleaved_us``); the table shows median wall times, and a
+    second table the minimum and the thread CPU time.
     """
     workloads = [("5-layer MLP train step", mnist_mlp().to(device), (torch.rand(8, 784, device=device),), {})]
-    llama = tiny_llama(device)
-    if llama is not None:
-        workloads.append(("tiny Llama train step", llama[0].eval(), (), llama[1]))
-    rows = []
+    for name, (model, kwargs) in tiny_hf_models(device).items():
+        workloads.append((f"{name} train step", model.eval(), (), kwargs))
+    rows, details = [], []
     for name, model, args, kwargs in workloads:
-        candidates = [("eager", model), ("thunder", thunder.jit(model))]
+        candidates = {"eager": model, "thunder": thunder.jit(model)}
         if not skip_compile:
-            candidates.insert(1, ("torch.compile", torch.compile(model)))
+            candidates["torch.compile"] = torch.compile(model)
 
         def step(
             f: Callable, model: torch.nn.Module = model, args: tuple = args, kwargs: dict = kwargs
@@ -167,10 +215,21 @@ def training_rows(device: str, skip_compile: bool) -> list[tuple[str, dict[str, 
             return loss
 
         if not model.training:  # never time a wrong answer
-            torch.testing.assert_close(step(candidates[-1][1]), step(model))
-        times = {label: per_call_us(lambda f=f: step(f), device) for label, f in candidates}
+            torch.testing.assert_close(step(candidates["thunder"]), step(model))
+        for f in candidates.values():  # compile, and warm up allocator and caches
+            for _ in range(10):
+                step(f)
+        measured = interleaved_us({label: (lambda f=f: step(f)) for label, f in candidates.items()}, device)
+        times = {label: wall for label, (wall, _, _) in measured.items()}
         times.setdefault("torch.compile", float("nan"))
         rows.append((name, times))
+        details.append((name, measured))
+    print(f"training steps, interleaved, torch threads {torch.get_num_threads()} (us/step): "
+          "minimum wall time, median thread CPU time; thunder/eager of each")  # fmt: skip
+    for name, measured in details:
+        (_, eager_min, eager_cpu), (_, thunder_min, thunder_cpu) = measured["eager"], measured["thunder"]
+        print(f"  {name:26} min {eager_min:8.1f} {thunder_min:8.1f} {thunder_min / eager_min:5.2f}   "
+              f"cpu {eager_cpu:8.1f} {thunder_cpu:8.1f} {thunder_cpu / eager_cpu:5.2f}")  # fmt: skip
     return rows
 
 
@@ -180,7 +239,10 @@ def main() -> None:
     parser.add_argument("--skip-compile", action="store_true", help="leave torch.compile out")
     parser.add_argument("--training", action="store_true", help="only the training steps")
     parser.add_argument("--skip-first-call", action="store_true", help="leave the GPT-2 first call out")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (the README's CPU numbers use 1)")
     options = parser.parse_args()
+    if options.threads:
+        torch.set_num_threads(options.threads)
     device = options.device
     rows = []
     for name, (fn, args) in ({} if options.training else workloads(device)).items():
