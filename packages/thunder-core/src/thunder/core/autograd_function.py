@@ -126,8 +126,9 @@ def _non_differentiable(flat_output: list[Any], detached: frozenset[int]) -> tup
     )
 
 
-# Function.apply without its Python wrapper, which binds default arguments and unwraps functorch's
-# dead wrappers on every call; ``run`` takes the wrapper whenever functorch could be involved.
+# Function.apply without its Python wrapper, which looks for ``setup_context`` and unwraps functorch's
+# dead wrappers with a generator on every call; ``run`` takes the wrapper whenever a functorch
+# transform is active, and unwraps dead wrappers itself otherwise.
 _apply = super(torch.autograd.Function, ThunderFunction).apply
 _functorch_active = torch._C._are_functorch_transforms_active
 
