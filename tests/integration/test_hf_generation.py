@@ -155,7 +155,11 @@ def _generation_cases() -> list:
             for cache in ("dynamic", "static"):
                 for mode in MODES:
                     marks = () if (name, spelling, cache, mode) in QUICK else (pytest.mark.slow,)
-                    cases.append(pytest.param(name, spelling, cache, mode, marks=marks, id=f"{name}-{spelling}-{cache}-{mode}"))
+                    cases.append(
+                        pytest.param(
+                            name, spelling, cache, mode, marks=marks, id=f"{name}-{spelling}-{cache}-{mode}"
+                        )
+                    )
     return cases
 
 
@@ -190,6 +194,20 @@ def test_generate_matches_eager(name: str, spelling: str, cache: str, mode: str)
         assert thunder.cache_misses(jitted) == 2
     if spelling == "module":
         assert "forward" not in model.__dict__  # routed only while generate() ran
+
+
+def test_generate_again_with_a_new_static_cache() -> None:
+    """Each ``generate()`` makes its own StaticCache, which the model's output carries back: the compiled
+    forward must return the cache of *that* call (it returned the first call's, a constant of the trace,
+    and the second generate() wrote into the full first cache)."""
+    torch.manual_seed(0)
+    model = llama().eval()
+    jitted = thunder.jit(model)
+    for seed in (1, 2, 1):
+        prompt = torch.randint(3, VOCAB, (1, 4), generator=torch.Generator().manual_seed(seed))
+        expected = _generate(model, prompt, "static", "greedy")
+        torch.testing.assert_close(_generate(jitted, prompt, "static", "greedy"), expected, rtol=0, atol=0)
+    assert thunder.cache_misses(jitted) == 2
 
 
 def test_thunder_module_behaves_as_the_model() -> None:

@@ -242,7 +242,9 @@ def test_an_object_made_inside_written_outside_is_a_clear_error() -> None:
         return x
 
     state = State()
-    with pytest.raises(UnreplayableSideEffectError, match=r"State object.*args\[1\]\.child.*test_side_effects.py:\d+"):
+    with pytest.raises(
+        UnreplayableSideEffectError, match=r"State object.*args\[1\]\.child.*test_side_effects.py:\d+"
+    ):
         thunder.jit(fn)(torch.ones(2), state)
     assert not hasattr(state, "child")  # undone: the caller's object holds no proxy
 
@@ -267,3 +269,33 @@ def test_module_attributes_are_replayed() -> None:
         torch.testing.assert_close(jitted(x), reference(x))
         assert model.steps == reference.steps
         torch.testing.assert_close(model.last, reference.last)
+
+
+class _Box:
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+
+@pytest.mark.parametrize("spelling", ["dict", "list", "itself"])
+def test_an_input_object_returned_is_the_calls_own(spelling: str) -> None:
+    """A returned input object (a model's cache in its output) is the object this call passed, not
+    the one the computation was traced with; another object of the same kind needs no new entry."""
+
+    def fn(x, box):
+        y = x * box.scale
+        return {"y": y, "box": box} if spelling == "dict" else [y, box] if spelling == "list" else box
+
+    jitted = thunder.jit(fn)
+    x, first, second = torch.randn(3), _Box(2.0), _Box(2.0)
+    for box in (first, second, first):
+        output = jitted(x, box)
+        returned = output if spelling == "itself" else output["box"] if spelling == "dict" else output[1]
+        assert returned is box
+    assert thunder.cache_misses(jitted) == 1
+
+
+def test_an_input_object_returned_in_a_tuple_is_checked_by_identity() -> None:
+    jitted = thunder.jit(lambda x, box: (x * box.scale, box))
+    x, first, second = torch.randn(3), _Box(2.0), _Box(2.0)
+    assert jitted(x, first)[1] is first and jitted(x, second)[1] is second
+    assert thunder.cache_misses(jitted) == 2

@@ -319,7 +319,9 @@ def _walk_modules(module: torch.nn.Module, name: str, source: Source, seen: set[
     for child_name, child in module._modules.items():
         if child is not None:
             qualified = f"{name}.{child_name}" if name else child_name
-            yield from _walk_modules(child, qualified, ModuleEntrySource(source, "_modules", child_name), seen)
+            yield from _walk_modules(
+                child, qualified, ModuleEntrySource(source, "_modules", child_name), seen
+            )
 
 
 def _submodule_sources(fn: Any, root: Source) -> list[tuple[Any, Source]]:
@@ -394,7 +396,9 @@ def interpreter_frontend(
                                arg_sources=arg_sources, kwarg_sources=kwarg_sources,
                                known_sources=[*known_sources, *hooks.argument_sources])  # fmt: skip
             output = _adopt_outputs(result, hooks)
-            epilogue, values = hooks.side_effects.build(hooks.adopt)  # final states, before undoing them
+            returned = _returned_inputs(output, hooks, builder)
+            # final states, before undoing them
+            epilogue, values = hooks.side_effects.build(hooks.adopt, returned)
         finally:
             hooks.side_effects.undo()  # the user's objects as they were; the epilogue writes them
         if epilogue is None:
@@ -420,6 +424,49 @@ def _traced_module(fn: Any, root: Source) -> tuple[torch.nn.Module | None, Sourc
     if isinstance(fn, types.MethodType) and isinstance(owner, torch.nn.Module):
         return owner, ConstantSource(owner, "the compiled method's module")
     return None, root
+
+
+def _returned_inputs(output: Any, hooks: TracingHooks, builder: PrologueBuilder) -> list[tuple[str, Source]]:
+    """Objects of the call's inputs that the program returns (a ``StaticCache`` in a ``ModelOutput``), each
+    as where it sits in the output (``['cache']``) and where the call got it from.
+
+    The computation would return the object it was traced with, a constant, and a later call passing
+    another object of the same kind would get the first one back. The epilogue puts the call's own
+    object there instead; where it sits in a tuple, which cannot be written, the prologue checks its
+    identity (another object, another entry).
+    """
+    found: list[tuple[str, Source]] = []
+
+    def visit(value: Any, path: str, writable: bool) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                visit(item, f"{path}[{key!r}]", writable and type(key) in (str, int))
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                visit(item, f"{path}[{index}]", writable and isinstance(value, list))
+        elif _is_guarded_by_attributes(value):
+            source = hooks.source_of(value)
+            if source is None:
+                return
+            if writable:
+                found.append((path, source))
+            else:
+                builder.add_identity_guard(value, source)
+
+    visit(output, "", True)
+    return found
+
+
+def _is_guarded_by_attributes(value: Any) -> bool:
+    """An object of a Python class that the prologue checks by type and attributes, not identity."""
+    value_type = type(value)
+    return (
+        bool(value_type.__flags__ & (1 << 9))  # a heap type: a class written in Python
+        and value_type.__module__ != "builtins"
+        and not isinstance(
+            value, (torch.Tensor, Proxy, torch.nn.Module, type, types.FunctionType, types.MethodType)
+        )
+    )
 
 
 def _adopt_outputs(result: Any, hooks: TracingHooks) -> Any:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import collections
 import enum
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,7 +132,9 @@ class SideEffects:
                 f"(at {self._location()})"
             )
         before = _attribute_state(obj, name)
-        self._note((id(obj), name), _Write("attribute", obj, source, name, "assigns", self._location(), before))
+        self._note(
+            (id(obj), name), _Write("attribute", obj, source, name, "assigns", self._location(), before)
+        )
 
     def global_(self, globals_dict: dict, name: str) -> None:
         """Before ``global name`` is assigned or deleted."""
@@ -144,7 +146,9 @@ class SideEffects:
     def contents(self, container: Any, source: Source, operation: str) -> None:
         """Before ``container`` (read from ``source``) is changed in place by ``operation``."""
         before = _contents(container)
-        self._note((id(container),), _Write("contents", container, source, None, operation, self._location(), before))
+        self._note(
+            (id(container),), _Write("contents", container, source, None, operation, self._location(), before)
+        )
         self._changed_sources.add(id(source))
 
     def written_by_program(self, source: Source) -> bool:
@@ -174,12 +178,16 @@ class SideEffects:
                 assert write.name is not None
                 setattr(write.target, write.name, write.before)
 
-    def build(self, adopt: Callable[[torch.Tensor], Proxy]) -> tuple[Epilogue | None, list]:
+    def build(
+        self, adopt: Callable[[torch.Tensor], Proxy], returned: Sequence[tuple[str, Source]] = ()
+    ) -> tuple[Epilogue | None, list]:
         """The epilogue replaying the final states, and the values the computation must return for it.
 
-        Call before ``undo``: the final states are read from the objects themselves.
+        ``returned``: input objects the output holds (where in the output, where from), which the
+        epilogue puts there from the call's own inputs. Call before ``undo``: the final states are
+        read from the objects themselves.
         """
-        return _EpilogueWriter(self, adopt).write()
+        return _EpilogueWriter(self, adopt).write(returned)
 
 
 class _EpilogueWriter:
@@ -194,7 +202,9 @@ class _EpilogueWriter:
         self._original_names: dict[int, str] = {}  # id(write) -> local with the contents before
         self._write: _Write | None = None
 
-    def write(self) -> tuple[Epilogue | None, list]:
+    def write(self, returned: Sequence[tuple[str, Source]] = ()) -> tuple[Epilogue | None, list]:
+        for path, source in returned:  # the call's own objects, fetched before any write
+            self.builder.statement(f"output{path} = {self.builder.fetch(source)}")
         writes = list(self.effects._writes.values())
         for write in writes:
             if write.kind == "contents":
