@@ -235,3 +235,52 @@ def test_thunder_compiler_runs_the_data_dependent_program(construct: str) -> Non
     compiled = torch.compile(fn, backend=ThunderCompiler())
     for x in (torch.randn(3), -torch.rand(3) - 1, torch.rand(3) + 1):  # both branches of the `if`
         torch.testing.assert_close(compiled(x), fn(x))
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. effects a compiled program would not reproduce are refused, never dropped
+
+_WEIGHT = torch.randn(3, requires_grad=True)
+
+
+def _loss_backward(x: torch.Tensor) -> torch.Tensor:
+    loss = (x * _WEIGHT).sum()
+    loss.backward()
+    return loss
+
+
+def _autograd_backward(x: torch.Tensor) -> torch.Tensor:
+    loss = (x * _WEIGHT).sum()
+    torch.autograd.backward(loss)
+    return loss
+
+
+def _autograd_grad(x: torch.Tensor) -> torch.Tensor:
+    return torch.autograd.grad((x * _WEIGHT).sum(), _WEIGHT)[0]
+
+
+@pytest.mark.parametrize(
+    ("fn", "construct"),
+    [
+        (_loss_backward, "Tensor.backward()"),
+        (_autograd_backward, "torch.autograd.backward()"),
+        (_autograd_grad, "torch.autograd.grad()"),
+    ],
+)
+def test_backward_inside_a_jitted_function_is_refused_with_the_way_out(fn: Callable, construct: str) -> None:
+    # loss.backward() used to fall back to PyTorch inside the compiled forward and leave .grad unset
+    _WEIGHT.grad = None
+    with pytest.raises(NotImplementedError) as info:
+        thunder.jit(fn)(torch.randn(3))
+    message = str(info.value)
+    assert construct in message and "loss.backward()" in message and "test_error_messages.py" in message
+    assert _WEIGHT.grad is None
+
+
+def test_a_torch_operator_called_for_its_effect_does_not_fall_back() -> None:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        torch._assert_async(x.sum() > 0)  # returns None: only its effect (a device-side check) matters
+        return x * 2
+
+    with pytest.raises(thunder.core.fallback.UnsupportedTorchFunctionError, match="returns nothing"):
+        thunder.jit(fn)(torch.ones(3))

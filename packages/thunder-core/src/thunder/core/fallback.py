@@ -9,7 +9,8 @@ fallback symbol records ``fallback.<name>_vjp``, which re-runs the operator unde
 ``torch.enable_grad()`` and calls ``torch.autograd.grad``.
 
 An operator cannot fall back when its output shape depends on the data (``nonzero``), when it
-returns Python values computed from the data, or when it mutates its inputs; those raise
+returns Python values computed from the data or nothing at all (it is called for an effect), or when
+it mutates its inputs; those raise
 ``UnsupportedTorchFunctionError`` naming the operator, as does every operator when the fallback is
 turned off (``thunder.jit(fn, fallback=False)``).
 """
@@ -207,6 +208,11 @@ def _evaluate(fn: Callable, args: tuple, kwargs: dict) -> tuple[Any, bool]:
 
 
 def _to_proxies(fn: Callable, output: Any, device: devices.Device | None) -> Any:
+    if output is None:  # called for an effect: on autograd state, a tensor's .grad, a stream, ...
+        raise UnsupportedTorchFunctionError(
+            f"{torch_name(fn)} has no thunder symbol and cannot fall back to PyTorch: it returns nothing, so it "
+            "is called for an effect on state outside its result, which the compiled program would not reproduce"
+        )
     if isinstance(output, torch.Size):  # Python ints, even when empty (tree_map would make it a tuple)
         raise UnsupportedTorchFunctionError(
             f"{torch_name(fn)} has no thunder symbol and cannot fall back to PyTorch: it returns a torch.Size, "
