@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import torch
 import transformers
-from run import Row, _print_table, _profile, _time
+from run import KERNEL_PROFILES, Row, _print_table, _profile, _time, print_kernel_categories
 
 import thunder
 
@@ -107,7 +107,7 @@ def rows_of(workload: str, shape: dict, args: argparse.Namespace) -> list[Row]:
         )
         print(f"{workload} {system}: {ms:.1f} ms/step, first {args.warmup} steps {first_s:.1f} s", flush=True)
         if args.profile and system in args.profile.split(","):
-            _profile(f"hf_{workload}_{system}", step, args)
+            _profile(f"hf_{workload}_{system}", step, args, key=(workload, system))
         del model, optimizer, run, step
         gc.collect()
         if args.device == "cuda":
@@ -137,6 +137,7 @@ def main() -> None:
         rows += rows_of(workload, shape, args)
         _print_table(rows, args)  # after each workload, so a time-out still leaves a table
     _print_speedups(rows)
+    print_kernel_categories(KERNEL_PROFILES)
 
 
 def _print_speedups(rows: list[Row]) -> None:

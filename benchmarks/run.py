@@ -11,7 +11,8 @@ TFLOP/s (6 x parameters + 12 x layers x sequence x width per token), peak memory
 of the warm-up steps (first call: trace + compile + steps), and thunder's ratios to eager and to
 torch.compile. ``--profile`` also writes torch.profiler tables of thunder's and torch.compile's
 steps per workload (the top kernels by CUDA time, and the kernel time against the wall time per
-step) to ``--profile-dir``.
+step) to ``--profile-dir``, and prints their kernel time per step by category (matmul, attention,
+nvFuser, Triton, optimizer, ATen elementwise/reduction/copy) side by side.
 
     python benchmarks/run.py                                 # all three, on CUDA, bf16
     python benchmarks/run.py --workloads gpt --executors nvfuser,torch
@@ -108,7 +109,7 @@ def _training_rows(name: str, model: torch.nn.Module, shape: dict, args: argpars
         tokens_per_s = batch * seq / (ms / 1000)
         rows.append(Row(name, system, ms, first_s, peak, tokens_per_s, flops_per_token * tokens_per_s / 1e12))
         if args.profile and system in ("thunder", "torch.compile"):
-            _profile(f"{name}_{system}", step, args)
+            _profile(f"{name}_{system}", step, args, key=(name, system))
         del net, optimizer, run, step
     return rows
 
@@ -141,7 +142,7 @@ _KERNEL_CATEGORIES = (
     ("attention", ("flash", "fmha", "cudnn", "attention", "sdpa")),
     ("matmul", ("gemm", "cutlass", "xmma", "nvjet", "cublas", "matmul")),
     ("optimizer", ("multi_tensor", "fused_adam", "adamw", "_foreach")),
-    ("nvfuser", ("nvfuser", "codegen", "kernel_")),
+    ("nvfuser", ("nvfuser", "codegen")),
     ("triton", ("triton",)),
     ("copy/fill", ("copy", "memcpy", "memset", "fill", "cat", "index")),
     ("reduction", ("reduce", "softmax", "norm", "nll", "cross_entropy", "embedding")),
@@ -161,7 +162,27 @@ def kernel_categories(profiler: torch.profiler.profile, steps: int) -> dict[str,
     return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
 
-def _profile(name: str, step: Callable, args: argparse.Namespace) -> None:
+# kernel ms/step by category of each profiled (workload, system), for the side-by-side table
+KERNEL_PROFILES: dict[tuple[str, str], dict[str, float]] = {}
+
+
+def print_kernel_categories(profiles: dict[tuple[str, str], dict[str, float]]) -> None:
+    """Per workload, kernel ms/step by category for each profiled system side by side, and the totals."""
+    for workload in dict.fromkeys(w for w, _ in profiles):
+        systems = [s for w, s in profiles if w == workload]
+        categories = list(dict.fromkeys(c for s in systems for c in profiles[(workload, s)]))
+        print(f"\n{workload}: kernel ms/step by category")
+        print("| category | " + " | ".join(systems) + " |")
+        print("|---|" + "---|" * len(systems))
+        for category in [*categories, "total"]:
+            cells = [
+                sum(profiles[(workload, s)].values()) if category == "total" else profiles[(workload, s)].get(category)
+                for s in systems
+            ]
+            print(f"| {category} | " + " | ".join(_fmt(c, ".1f") for c in cells) + " |")
+
+
+def _profile(name: str, step: Callable, args: argparse.Namespace, key: tuple[str, str] | None = None) -> None:
     activities = [torch.profiler.ProfilerActivity.CPU]
     if args.device == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -181,6 +202,8 @@ def _profile(name: str, step: Callable, args: argparse.Namespace) -> None:
     os.makedirs(args.profile_dir, exist_ok=True)
     path = os.path.join(args.profile_dir, f"profile_{name}.txt")
     categories = kernel_categories(profiler, steps)
+    if key is not None and categories:
+        KERNEL_PROFILES[key] = categories
     by_category = ", ".join(f"{c} {ms:.1f}" for c, ms in categories.items())
     with open(path, "w") as f:
         f.write(f"{name}: {wall_ms:.2f} ms/step wall under the profiler, {kernel_ms:.2f} ms/step in kernels\n")
@@ -249,6 +272,7 @@ def main() -> None:
         if args.device == "cuda":
             torch.cuda.empty_cache()
         _print_table(rows, args)  # after each workload, so a time-out still leaves a table
+    print_kernel_categories(KERNEL_PROFILES)
 
 
 if __name__ == "__main__":
