@@ -3,6 +3,7 @@ traceback, and data-dependent constructs named with the way to run them (issue 2
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
@@ -274,7 +275,38 @@ def test_backward_inside_a_jitted_function_is_refused_with_the_way_out(fn: Calla
         thunder.jit(fn)(torch.randn(3))
     message = str(info.value)
     assert construct in message and "loss.backward()" in message and "test_error_messages.py" in message
+    assert "ThunderCompiler" in message
     assert _WEIGHT.grad is None
+
+
+def test_thunder_compiler_runs_a_whole_training_step_like_eager() -> None:
+    # the way out the message names: forward, loss.backward(), AdamW step and zero_grad, several steps
+    from thunder.dynamo import ThunderCompiler
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    reference = copy.deepcopy(model)
+
+    def make_step(net: torch.nn.Module) -> Callable:
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-2)
+
+        def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            loss = torch.nn.functional.mse_loss(net(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            return loss.detach()
+
+        return step
+
+    compiled = torch.compile(make_step(model), backend=ThunderCompiler())
+    eager = make_step(reference)
+    for _ in range(3):
+        x, y = torch.randn(3, 4), torch.randn(3, 2)
+        torch.testing.assert_close(compiled(x, y), eager(x, y))
+    for p, q in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(p, q)
+        assert p.grad is None and q.grad is None
 
 
 def test_a_torch_operator_called_for_its_effect_does_not_fall_back() -> None:

@@ -31,7 +31,9 @@ def _backward_inside_jit(construct: str) -> NotImplementedError:
     return NotImplementedError(
         f"{construct} inside a function compiled by thunder.jit is not supported: thunder compiles the "
         "forward and its backward as one autograd node, so call backward on the jitted function's "
-        "result instead (loss = jitted(...); loss.backward()); an optimizer step can follow it outside"
+        "result instead (loss = jitted(...); loss.backward()) and step the optimizer after it, or compile "
+        "the whole step, backward and optimizer included, with "
+        "torch.compile(step, backend=thunder.dynamo.ThunderCompiler())"
     )
 
 
