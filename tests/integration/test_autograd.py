@@ -193,6 +193,23 @@ def test_backward_drops_views_that_change_nothing_and_computes_repeated_values_o
     assert "reshape" not in names, names
 
 
+def test_backward_folds_a_view_of_a_view() -> None:
+    """The gradient of two reshapes is two reshapes back, one of the other: folded into one, which
+    here reshapes to the shape the gradient has, so none is left."""
+
+    def fn(x, w):
+        return (x @ w).reshape(2, 3, 4).reshape(6, 4) * 2.0
+
+    x = torch.randn(6, 5)
+    w = torch.randn(5, 4, requires_grad=True)
+    jitted = thunder.jit(fn)
+    torch.testing.assert_close(
+        torch.autograd.grad(jitted(x, w).sum(), w), torch.autograd.grad(fn(x, w).sum(), w)
+    )
+    names = [b.symbol.name for b in thunder.last_backward_traces(jitted)[0].bound_symbols]
+    assert "reshape" not in names, names
+
+
 def test_structured_outputs_come_back_whole_with_gradients() -> None:
     """The forward's own output structure is returned when autograd hands back its tensors; an input
     returned as an output comes back as autograd's view of it, and the structure is rebuilt."""
