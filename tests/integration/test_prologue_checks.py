@@ -218,3 +218,45 @@ def test_a_new_parameter_in_a_decoder_is_read(tensor_check: str) -> None:
     assert thunder.cache_misses(jitted) == 2
     for a, e in zip(actual, expected):
         torch.testing.assert_close(a, e)
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (torch.float32, torch.float64),
+        (torch.Size([3]), torch.Size([4])),
+        (torch.Size([3]), (3,)),
+        (b"a", b"b"),
+        (torch.device("cpu"), torch.device("meta")),
+        (2, 2.0),
+        (True, 1),
+        ("a", "b"),
+        (None, 0),
+    ],
+    ids=[
+        "dtype",
+        "size",
+        "size or tuple",
+        "bytes",
+        "device",
+        "int or float",
+        "bool or int",
+        "str",
+        "None or 0",
+    ],
+)
+def test_a_changed_value_recompiles(first: Any, second: Any) -> None:
+    """Values are compared inline by type and value (dtypes, True, False and None by identity)."""
+    jitted = thunder.jit(lambda x, value: (x * 2, value))
+    x = torch.randn(2)
+    for _ in range(2):
+        assert jitted(x, first)[1] == first
+    assert jitted(x, second)[1] == second and thunder.cache_misses(jitted) == 2
+
+
+def test_a_nan_value_still_hits() -> None:
+    jitted = thunder.jit(lambda x, value: x * value)
+    x = torch.randn(2)
+    for _ in range(3):
+        jitted(x, float("nan"))
+    assert thunder.cache_misses(jitted) == 1

@@ -100,7 +100,15 @@ def _print_check_value(bound_symbol: BoundSymbol) -> list[str]:
     # check_value costs twice the comparison. ``True``, ``False`` and ``None`` are singletons, so
     # identity is their type and value at once; other literals compare type, then value.
     expression, expected_source, *shown = bound_symbol.args
-    if shown:  # a value bound by name, as it would print: check_value also equates NaN with NaN
+    if len(shown) == 2:  # a value bound by name and its type's name ("": compared by identity)
+        shown_text, type_name = shown
+        if not type_name:
+            return [f"if {expression} is not {expected_source}: raise GuardFailure  # {shown_text}"]
+        return [
+            f"if type({CHECKED} := {expression}) is not {type_name} or {CHECKED} != {expected_source}: "
+            f"raise GuardFailure  # {shown_text}"
+        ]
+    if shown:  # a value bound by name that may hold a NaN: check_value equates NaN with NaN
         return [f"check_value({expression}, {expected_source})  # {shown[0]}"]
     if expected_source in ("True", "False", "None"):
         return [f"if {expression} is not {expected_source}: raise GuardFailure"]
@@ -327,6 +335,14 @@ CHECK_TYPE = Symbol(
 )
 
 
+def _reflexive(value: Any) -> bool:
+    """Equal to itself, as values of the kinds ``check_value`` compares are unless they hold a NaN."""
+    try:
+        return bool(value == value)
+    except Exception:  # noqa: BLE001 -- a comparison that fails: leave it to check_value
+        return False
+
+
 def _finite(value: Any) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
@@ -441,10 +457,13 @@ class PrologueBuilder:
         literal = type(value) in (bool, int, float, str, type(None)) and _finite(value)
         if literal:
             self._record(BoundSymbol(CHECK_VALUE, (expression, repr(value))))
-        else:
-            self._record(
-                BoundSymbol(CHECK_VALUE, (expression, self._constant_name(value), shown_value(value)))
-            )
+            return
+        args = (expression, self._constant_name(value), shown_value(value))
+        if type(value) is torch.dtype:  # one object per dtype: equal is identical
+            args += ("",)
+        elif _reflexive(value):  # inline, as a literal; check_value equates NaN with NaN
+            args += (self._constant_name(type(value)),)
+        self._record(BoundSymbol(CHECK_VALUE, args))
 
     def add_alias_guard(self, source: Source, first_source: Source) -> None:
         """Specialize on two paths reaching one object (``f(s, s)``): the trace read it as one."""
