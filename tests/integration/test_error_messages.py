@@ -244,12 +244,6 @@ def test_thunder_compiler_runs_the_data_dependent_program(construct: str) -> Non
 _WEIGHT = torch.randn(3, requires_grad=True)
 
 
-def _loss_backward(x: torch.Tensor) -> torch.Tensor:
-    loss = (x * _WEIGHT).sum()
-    loss.backward()
-    return loss
-
-
 def _autograd_backward(x: torch.Tensor) -> torch.Tensor:
     loss = (x * _WEIGHT).sum()
     torch.autograd.backward(loss)
@@ -263,13 +257,15 @@ def _autograd_grad(x: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize(
     ("fn", "construct"),
     [
-        (_loss_backward, "Tensor.backward()"),
         (_autograd_backward, "torch.autograd.backward()"),
         (_autograd_grad, "torch.autograd.grad()"),
     ],
 )
-def test_backward_inside_a_jitted_function_is_refused_with_the_way_out(fn: Callable, construct: str) -> None:
-    # loss.backward() used to fall back to PyTorch inside the compiled forward and leave .grad unset
+def test_autograd_functions_inside_a_jitted_function_are_refused_with_the_way_out(
+    fn: Callable, construct: str
+) -> None:
+    # they used to fall back to PyTorch inside the compiled forward, computing nothing
+    # (loss.backward() records its gradients into the program: test_backward_inside_jit.py)
     _WEIGHT.grad = None
     with pytest.raises(NotImplementedError) as info:
         thunder.jit(fn)(torch.randn(3))

@@ -190,7 +190,10 @@ def _recomputable(compile_data: CompileData) -> Callable[[BoundSymbol], bool] | 
 
 
 def needs_autograd(computation: Trace) -> bool:
-    """Whether a call must record gradients: grad mode is on and some input requires grad."""
+    """Whether a call must record gradients: grad mode is on and some input requires grad, and the
+    program did not run ``loss.backward()`` itself (its gradients are its outputs then)."""
+    if computation.input_gradients:
+        return False
     return torch.is_grad_enabled() and any(
         isinstance(p, TensorProxy) and p.requires_grad for p in computation.args
     )

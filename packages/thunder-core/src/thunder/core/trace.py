@@ -68,6 +68,10 @@ class Trace:
         self.takes_argument_list = False
         # thunder.core.inplace.Mutations once the traced program mutates a tensor in place
         self.mutations: Any = None
+        # loss.backward() inside the traced program (transforms/inline_backward.py): input name ->
+        # (input, the sum of its gradients), and the ids of the bound symbols a backward went through
+        self.input_gradients: dict[str, tuple[Any, Any]] = {}
+        self.backward_freed: set[int] = set()
         self._python_callable: Callable | None = None
 
     # names

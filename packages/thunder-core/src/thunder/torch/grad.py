@@ -3,10 +3,9 @@
 ``detach`` is tagged ``stop_gradient``: the autograd transform treats its output as a constant, as
 eager does, and the value is the input's.
 
-``loss.backward()``, ``torch.autograd.backward`` and ``torch.autograd.grad`` inside a jitted
-function raise: a compiled program runs inside its own autograd node, where they would compute
-nothing (``loss.backward()`` fell back to PyTorch and left every ``.grad`` unset, silently).
-Calling ``backward`` on the jitted function's output is the supported spelling.
+``loss.backward()`` inside a traced program records the gradients into the same program
+(``core/transforms/inline_backward.py``). ``torch.autograd.backward`` and ``torch.autograd.grad``
+raise: a compiled program runs inside its own autograd node, where they would compute nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +14,8 @@ from typing import Any
 
 import torch
 from thunder.core import prims
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import TensorProxy, register_tensor_method
+from thunder.core.transforms.inline_backward import record_backward
 from thunder.torch.registry import torchsymbol
 
 STOP_GRADIENT = frozenset({"stop_gradient"})
@@ -29,17 +29,13 @@ def detach(input: TensorProxy) -> TensorProxy:
 
 def _backward_inside_jit(construct: str) -> NotImplementedError:
     return NotImplementedError(
-        f"{construct} inside a function compiled by thunder.jit is not supported: thunder compiles the "
-        "forward and its backward as one autograd node, so call backward on the jitted function's "
-        "result instead (loss = jitted(...); loss.backward()) and step the optimizer after it, or compile "
-        "the whole step, backward and optimizer included, with "
+        f"{construct} inside a function compiled by thunder.jit is not supported: use loss.backward() "
+        "(inside or outside the jitted function), or compile the whole step, optimizer included, with "
         "torch.compile(step, backend=thunder.dynamo.ThunderCompiler())"
     )
 
 
-@torchsymbol(torch.Tensor.backward, method="backward")
-def backward(input: TensorProxy, *args: Any, **kwargs: Any) -> None:
-    raise _backward_inside_jit("Tensor.backward()")
+register_tensor_method("backward", record_backward)
 
 
 @torchsymbol(torch.autograd.backward)

@@ -185,6 +185,8 @@ class TracingHooks(InterpreterHooks):
         # values found inside the arguments, loaded before the VM runs: their sources are handed to it
         self.argument_sources: list[tuple[Any, Source]] = []
         self.guards.register = lambda value, source: self.register_source(value, source)
+        # input proxy name -> (the tensor when traced, where the prologue fetches it)
+        self.input_tensors: dict[str, tuple[torch.Tensor, Source]] = {}
 
     def lookaside(self, fn: Any) -> Callable | None:
         replacement = torch_lookaside(fn)  # symbols, with their out=/inplace= forms; in-place torch ops
@@ -281,7 +283,12 @@ class TracingHooks(InterpreterHooks):
         known = self.module_state.get(id(tensor))
         if known is not None:  # module state is always fetched by its qualified name
             name, source = known
-        return self.builder.add_tensor(tensor, source, name or _source_name(source))
+        return self._add_tensor(tensor, source, name or _source_name(source))
+
+    def _add_tensor(self, tensor: torch.Tensor, source: Source, name: str | None) -> TensorProxy:
+        proxy = self.builder.add_tensor(tensor, source, name)
+        self.input_tensors.setdefault(proxy.name, (tensor, source))
+        return proxy
 
     def adopt(self, tensor: torch.Tensor) -> TensorProxy:
         """A real tensor reached a symbol without passing through a load the VM tracked."""
@@ -290,7 +297,7 @@ class TracingHooks(InterpreterHooks):
             return proxy
         known = self.module_state.get(id(tensor))
         if known is not None:
-            return self.builder.add_tensor(tensor, known[1], known[0])
+            return self._add_tensor(tensor, known[1], known[0])
         raise NotImplementedError(
             f"a tensor of shape {tuple(tensor.shape)} that is neither an input, a module parameter or buffer, "
             "nor read from a global or closure reached a torch operation; thunder cannot tell whether it "
@@ -397,6 +404,7 @@ def interpreter_frontend(
                                known_sources=[*known_sources, *hooks.argument_sources])  # fmt: skip
             output = _adopt_outputs(result, hooks)
             returned = _returned_inputs(output, hooks, builder)
+            _accumulate_input_gradients(computation, hooks)
             # final states, before undoing them
             epilogue, values = hooks.side_effects.build(hooks.adopt, returned)
         finally:
@@ -407,12 +415,30 @@ def interpreter_frontend(
             output = inplace.finish(computation, (output, values))
         computation.record(BoundSymbol(RETURN, (output,)))
     computation.header = "Constructed by the interpreter"
-    if not (
+    if computation.input_gradients or not (
         torch.is_grad_enabled()
         and any(p.requires_grad for p in computation.args if isinstance(p, TensorProxy))
-    ):
+    ):  # a program that ran loss.backward() itself is not differentiated again
         computation.decorators = ["@torch.no_grad()"]
     return FrontendResult(builder.finish(), computation, hooks.instruction_log or [], epilogue)
+
+
+def _accumulate_input_gradients(computation: Trace, hooks: TracingHooks) -> None:
+    """The gradients ``loss.backward()`` gave the program's inputs, added to their ``.grad`` by the epilogue.
+
+    Eager's backward would go on into the graph that made a non-leaf input, which a compiled program
+    cannot reach: an input that gets a gradient must be a leaf, checked by the prologue on every call."""
+    for name, (_, gradient) in computation.input_gradients.items():
+        tensor, source = hooks.input_tensors[name]
+        if not tensor.is_leaf:
+            raise NotImplementedError(
+                f"loss.backward() inside thunder.jit reached {source.describe()}, a tensor made by operations "
+                "outside the jitted function (not a leaf), and thunder cannot continue the backward into them: "
+                "pass a leaf tensor, or call backward outside the jitted function"
+            )
+        if not isinstance(tensor, torch.nn.Parameter):  # a parameter is a leaf for good
+            hooks.builder.add_value_guard(True, AttributeSource(source, "is_leaf"))
+        hooks.side_effects.accumulate_grad(source, gradient)
 
 
 def _traced_module(fn: Any, root: Source) -> tuple[torch.nn.Module | None, Source]:

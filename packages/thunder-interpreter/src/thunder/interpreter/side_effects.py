@@ -9,6 +9,8 @@ writes them again with real values after every run of the compiled computation:
 
 - an attribute: ``target.name = value`` (or ``del target.name`` if the program deleted it);
 - a global: ``globals[name] = value`` (or its deletion);
+- a tensor's ``.grad`` after ``loss.backward()`` in the program: the gradient added to it, or assigned
+  when it is None, as eager's ``AccumulateGrad`` does;
 - a list, dict, set or deque changed in place (``append``, ``[]=``, ``update``, ``pop``, ...): its whole
   final contents (``target[:] = [...]``), whichever operations produced them, so a ``sort(key=...)``,
   an ``extend(generator)`` or a ``pop`` needs no replay rule of its own.
@@ -108,9 +110,16 @@ class SideEffects:
         self._writes: dict[tuple, _Write] = {}  # in the order of the first write
         self._changed_sources: set[int] = set()  # ids of the sources of containers changed in place
         self._written_globals: set[tuple[int, str]] = set()
+        # loss.backward() in the program: (where the tensor is, its gradient), accumulated into .grad
+        self._gradients: list[tuple[Source, Proxy]] = []
 
     def __bool__(self) -> bool:
-        return bool(self._writes)
+        return bool(self._writes) or bool(self._gradients)
+
+    def accumulate_grad(self, source: Source, gradient: Proxy) -> None:
+        """``loss.backward()`` in the program gave the tensor at ``source`` this gradient
+        (``core/transforms/inline_backward.py``): the epilogue adds it to the tensor's ``.grad``."""
+        self._gradients.append((source, gradient))
 
     def _note(self, key: tuple, write: _Write) -> None:
         known = self._writes.get(key)
@@ -211,6 +220,10 @@ class _EpilogueWriter:
                 keys = write.before if isinstance(write.before, dict) else range(len(write.before))
                 for key in keys:
                     self._originals.setdefault(id(write.before[key]), (write, key))
+        for source, gradient in self.effects._gradients:  # eager's AccumulateGrad
+            target, value = self.builder.fetch(source), self._value(gradient)
+            self.builder.statement(f"if {target}.grad is None: {target}.grad = {value}")
+            self.builder.statement(f"else: {target}.grad.add_({value})")
         for write in writes:
             self._write = write
             getattr(self, f"_{write.kind}")(write)

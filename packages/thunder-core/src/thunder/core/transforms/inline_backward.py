@@ -1,0 +1,105 @@
+"""``loss.backward()`` inside a traced program: the gradients become operations of the same trace.
+
+A training step written as one function (forward, ``loss.backward()``, then more code) is one
+program: when the traced code calls ``backward`` on a tensor, the gradient of that tensor with
+respect to each input of the trace that requires grad is recorded right there, with the same gradient
+rules the autograd transform uses (``transforms/autograd.py``), and the program goes on. The
+gradients are recorded with grad mode off, so a later ``backward`` in the same program does not
+differentiate them (as eager's ``create_graph=False``). ``Trace.input_gradients`` collects, per input,
+the sum of what every ``backward`` gave it; the frontend makes each an output of the computation that
+its epilogue accumulates into the input's ``.grad``, as eager's ``AccumulateGrad`` does (assigned when
+``.grad`` is None, added in place otherwise). Such a program is not differentiated again: it runs
+under ``torch.no_grad()`` and its outputs do not require grad.
+
+To differentiate, the program recorded so far is replaced by its differentiable form (symbols
+without a gradient rule by their decompositions), exactly what the autograd transform runs forward.
+Eager's errors are kept: ``backward`` of a tensor that does not require grad, of a non-scalar without
+``gradient``, and a second ``backward`` through the same operations without ``retain_graph=True``.
+``create_graph=True`` and ``inputs=`` raise ``NotImplementedError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from thunder.core import prims
+from thunder.core.proxies import TensorProxy
+from thunder.core.trace import Trace, get_tracectx
+from thunder.core.transforms.autograd import _accumulate, _backward_step, _differentiable, _on_gradient_path
+
+__all__ = ["record_backward"]
+
+_SECOND_BACKWARD = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they "
+    "have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+def record_backward(
+    loss: TensorProxy,
+    gradient: TensorProxy | float | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
+    """``loss.backward(...)`` while tracing: records the gradients of the trace's inputs that require grad."""
+    trace = get_tracectx()
+    assert trace is not None and trace.at_top_level, "backward is recorded into the program being traced"
+    if create_graph:
+        raise NotImplementedError(
+            "loss.backward(create_graph=True) inside thunder.jit is not supported: the gradients it records "
+            "are not differentiable again"
+        )
+    if inputs is not None:
+        raise NotImplementedError("loss.backward(inputs=...) inside thunder.jit is not supported")
+    if not loss.requires_grad:
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    if gradient is None and loss.numel() != 1:
+        raise RuntimeError("grad can be implicitly created only for scalar outputs")
+    needs_grad = {p.name for p in trace.args if isinstance(p, TensorProxy) and p.requires_grad}
+    program = _differentiable(trace.bound_symbols, needs_grad)
+    trace.bound_symbols[:] = program  # in place: the trace records into this very list
+    with torch.no_grad():  # gradients are constants for a later backward, as without create_graph
+        cotangents: dict[str, Any] = {}
+        _accumulate(cotangents, loss, _seed(loss, gradient))
+        for bound_symbol in reversed(program):
+            if _reaches(bound_symbol, cotangents, needs_grad):
+                if id(bound_symbol) in trace.backward_freed:
+                    raise RuntimeError(_SECOND_BACKWARD)
+                if not retain_graph:
+                    trace.backward_freed.add(id(bound_symbol))
+            _backward_step(bound_symbol, cotangents, needs_grad)
+        for proxy in trace.args:
+            grad = cotangents.get(proxy.name) if isinstance(proxy, TensorProxy) else None
+            if grad is not None:
+                _add_input_gradient(trace, proxy, grad)
+
+
+def _seed(loss: TensorProxy, gradient: TensorProxy | float | None) -> TensorProxy:
+    """The gradient of ``loss`` itself: ones for a scalar, else the ``gradient`` given."""
+    if isinstance(gradient, TensorProxy):
+        if gradient.shape != loss.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[0] has a shape of {tuple(gradient.shape)} and output[0] has "
+                f"a shape of {tuple(loss.shape)}."
+            )
+        return prims.convert_element_type(gradient, loss.dtype) if gradient.dtype != loss.dtype else gradient
+    value = 1.0 if gradient is None else float(gradient)
+    return prims.full(tuple(loss.shape), value, device=loss.device, dtype=loss.dtype)
+
+
+def _reaches(bound_symbol: Any, cotangents: dict[str, Any], needs_grad: set[str]) -> bool:
+    """Whether this backward differentiates ``bound_symbol`` (a gradient arrives at one of its outputs)."""
+    if not _on_gradient_path(bound_symbol, needs_grad):
+        return False
+    return any(cotangents.get(p.name) is not None for p in bound_symbol.proxy_outputs())
+
+
+def _add_input_gradient(trace: Trace, proxy: TensorProxy, grad: TensorProxy) -> None:
+    known = trace.input_gradients.get(proxy.name)
+    total = grad if known is None else prims.add(known[1], grad)
+    trace.input_gradients[proxy.name] = (proxy, total)

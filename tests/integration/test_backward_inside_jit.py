@@ -1,0 +1,209 @@
+"""``loss.backward()`` inside a jitted function: gradients recorded into the program, ``.grad`` as eager's.
+
+Each test runs one jitted function many times with changing inputs against the same function run
+eagerly on a copy of the model, and compares losses, every ``.grad`` and, with an optimizer stepping
+after the jitted function, the parameters.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import thunder
+
+
+def _mlp() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Dropout(0.0), torch.nn.Linear(8, 2)
+    )
+
+
+def _grads(model: torch.nn.Module) -> list[torch.Tensor | None]:
+    return [p.grad for p in model.parameters()]
+
+
+def _assert_same_grads(actual: torch.nn.Module, expected: torch.nn.Module) -> None:
+    for a, e in zip(_grads(actual), _grads(expected)):
+        assert (a is None) == (e is None)
+        if a is not None:
+            torch.testing.assert_close(a, e)
+
+
+def _step_of(model: torch.nn.Module) -> Callable:
+    def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    return step
+
+
+def test_gradients_land_in_grad_and_accumulate_like_eager() -> None:
+    model = _mlp()
+    reference = copy.deepcopy(model)
+    jitted, eager = thunder.jit(_step_of(model)), _step_of(reference)
+    for call in range(4):  # no zero_grad: .grad accumulates over the calls, as in eager
+        x, y = torch.randn(3, 4), torch.randn(3, 2)
+        loss = jitted(x, y)
+        torch.testing.assert_close(loss, eager(x, y).detach())
+        assert not loss.requires_grad  # the program ran its own backward
+        _assert_same_grads(model, reference)
+        if call == 1:
+            model.zero_grad(set_to_none=True)
+            reference.zero_grad(set_to_none=True)
+    assert thunder.cache_misses(jitted) == 1
+    execution = thunder.last_traces(jitted)[-1]  # one program: forward, gradients, no autograd node
+    assert "@torch.no_grad()" in str(execution)
+    _, gradients = execution.output  # the loss, and the gradients the epilogue adds to .grad
+    assert len(gradients) == len(list(model.parameters()))
+
+
+@pytest.mark.parametrize("optimizer_class", [torch.optim.SGD, torch.optim.AdamW])
+def test_an_optimizer_stepping_after_the_jitted_step_trains_like_eager(optimizer_class: type) -> None:
+    model = _mlp()
+    reference = copy.deepcopy(model)
+    optimizer = optimizer_class(model.parameters(), lr=0.05)
+    reference_optimizer = optimizer_class(reference.parameters(), lr=0.05)
+    jitted, eager = thunder.jit(_step_of(model)), _step_of(reference)
+    for _ in range(5):
+        x, y = torch.randn(3, 4), torch.randn(3, 2)
+        optimizer.zero_grad()
+        reference_optimizer.zero_grad()
+        torch.testing.assert_close(jitted(x, y), eager(x, y).detach())
+        optimizer.step()
+        reference_optimizer.step()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(p, q)
+
+
+def test_two_losses_each_backward_accumulate() -> None:
+    model = _mlp()
+    reference = copy.deepcopy(model)
+
+    def step_of(net: torch.nn.Module) -> Callable:
+        def step(x: torch.Tensor) -> torch.Tensor:
+            hidden = net[1](net[0](x))
+            first = hidden.square().mean()
+            first.backward(retain_graph=True)  # the second loss reuses the first layer's graph
+            second = net[3](hidden).sum()
+            second.backward()
+            return first + second
+
+        return step
+
+    jitted, eager = thunder.jit(step_of(model)), step_of(reference)
+    for _ in range(3):
+        x = torch.randn(5, 4)
+        torch.testing.assert_close(jitted(x), eager(x).detach())
+        _assert_same_grads(model, reference)
+
+
+def test_a_second_backward_through_the_same_graph_raises_as_in_eager() -> None:
+    weight = torch.randn(3, requires_grad=True)
+
+    def step(x: torch.Tensor) -> torch.Tensor:
+        loss = (x * weight).tanh().sum()
+        loss.backward()
+        loss.backward()
+        return loss
+
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        step(torch.randn(3))
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        thunder.jit(step)(torch.randn(3))
+
+
+def test_gradient_argument_and_a_leaf_argument_that_requires_grad() -> None:
+    def step(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        out = torch.sin(x * w)
+        out.backward(torch.full_like(out, 0.5))
+        return out
+
+    jitted = thunder.jit(step)
+    for _ in range(3):
+        x, w = torch.randn(4, requires_grad=True), torch.randn(4)
+        x_eager = x.detach().clone().requires_grad_()
+        torch.testing.assert_close(jitted(x, w), step(x_eager, w).detach())
+        torch.testing.assert_close(x.grad, x_eager.grad)
+        assert w.grad is None
+
+
+def test_a_non_leaf_argument_is_refused_on_every_call() -> None:
+    def step(x: torch.Tensor) -> torch.Tensor:
+        loss = (x * x).sum()
+        loss.backward()
+        return loss
+
+    jitted = thunder.jit(step)
+    leaf = torch.randn(3, requires_grad=True)
+    jitted(leaf)
+    torch.testing.assert_close(leaf.grad, 2 * leaf.detach())
+    made = torch.randn(3, requires_grad=True) * 2  # not a leaf: eager would go on into the multiplication
+    with pytest.raises(NotImplementedError, match="not a leaf"):
+        jitted(made)
+
+
+def test_frozen_parameters_get_no_gradient() -> None:
+    model = _mlp()
+    model[0].requires_grad_(False)
+    reference = copy.deepcopy(model)
+    jitted, eager = thunder.jit(_step_of(model)), _step_of(reference)
+    x, y = torch.randn(3, 4), torch.randn(3, 2)
+    jitted(x, y)
+    eager(x, y)
+    assert model[0].weight.grad is None and model[3].weight.grad is not None
+    _assert_same_grads(model, reference)
+
+
+def test_errors_name_what_is_not_supported() -> None:
+    weight = torch.randn(3, requires_grad=True)
+
+    def no_grad_loss(x: torch.Tensor) -> None:
+        x.sum().backward()
+
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        thunder.jit(no_grad_loss)(torch.randn(3))
+
+    def not_scalar(x: torch.Tensor) -> None:
+        (x * weight).backward()
+
+    with pytest.raises(RuntimeError, match="scalar outputs"):
+        thunder.jit(not_scalar)(torch.randn(3))
+
+    def create_graph(x: torch.Tensor) -> None:
+        (x * weight).sum().backward(create_graph=True)
+
+    with pytest.raises(NotImplementedError, match="create_graph"):
+        thunder.jit(create_graph)(torch.randn(3))
+
+
+def test_a_hugging_face_model_step() -> None:
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=32,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config)
+    reference = copy.deepcopy(model)
+
+    def step_of(net: torch.nn.Module) -> Callable:
+        def step(ids: torch.Tensor) -> torch.Tensor:
+            loss = net(input_ids=ids, labels=ids).loss
+            loss.backward()
+            return loss
+
+        return step
+
+    jitted, eager = thunder.jit(step_of(model)), step_of(reference)
+    for _ in range(2):
+        ids = torch.randint(0, 64, (2, 8))
+        model.zero_grad(set_to_none=True)
+        reference.zero_grad(set_to_none=True)
+        torch.testing.assert_close(jitted(ids), eager(ids).detach())
+        _assert_same_grads(model, reference)
