@@ -38,7 +38,7 @@ from thunder.core.sources import (
 )
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
-from thunder.interpreter.guards import ValueGuards
+from thunder.interpreter.guards import ValueGuards, is_guarded_by_attributes
 from thunder.interpreter.side_effects import SideEffects
 from thunder.interpreter.trace_time_effects import TraceTimeEffects
 from thunder.interpreter.vm import InterpreterError, InterpreterHooks, interpret
@@ -470,7 +470,7 @@ def _returned_inputs(output: Any, hooks: TracingHooks, builder: PrologueBuilder)
         elif isinstance(value, (list, tuple)):
             for index, item in enumerate(value):
                 visit(item, f"{path}[{index}]", writable and isinstance(value, list))
-        elif _is_guarded_by_attributes(value):
+        elif is_guarded_by_attributes(value):
             source = hooks.source_of(value)
             if source is None:
                 return
@@ -481,18 +481,6 @@ def _returned_inputs(output: Any, hooks: TracingHooks, builder: PrologueBuilder)
 
     visit(output, "", True)
     return found
-
-
-def _is_guarded_by_attributes(value: Any) -> bool:
-    """An object of a Python class that the prologue checks by type and attributes, not identity."""
-    value_type = type(value)
-    return (
-        bool(value_type.__flags__ & (1 << 9))  # a heap type: a class written in Python
-        and value_type.__module__ != "builtins"
-        and not isinstance(
-            value, (torch.Tensor, Proxy, torch.nn.Module, type, types.FunctionType, types.MethodType)
-        )
-    )
 
 
 def _adopt_outputs(result: Any, hooks: TracingHooks) -> Any:

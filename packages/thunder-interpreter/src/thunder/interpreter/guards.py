@@ -60,7 +60,13 @@ from thunder.core.sources import (
     TypeSource,
 )
 
-__all__ = ["ValueGuards", "UnguardableValueError", "VALUE_TYPES", "IDENTITY_TYPES"]
+__all__ = [
+    "ValueGuards",
+    "UnguardableValueError",
+    "VALUE_TYPES",
+    "IDENTITY_TYPES",
+    "is_guarded_by_attributes",
+]
 
 # Compared by type and value (``check_value``): immutable, and equal values behave alike.
 VALUE_TYPES = (
@@ -289,6 +295,20 @@ class ValueGuards:
         self.builder.add_identity_guard(value, source)
         if type(value) is types.CodeType:
             self._frozen.add(id(source))
+
+
+def is_guarded_by_attributes(value: Any) -> bool:
+    """Whether the table checks ``value`` by its type and the attributes the program reads ("other objects
+    of a Python class"), not by identity or value: a later call may pass another such object."""
+    if isinstance(value, (torch.Tensor, Proxy, enum.Enum, tuple, list, dict, *IDENTITY_TYPES)):
+        return False
+    if (
+        _is_sentinel(value)
+        or _is_constant_value(value)
+        or type(value) in (functools.partial, types.MethodType)
+    ):
+        return False
+    return not _is_refused(value) and _is_python_object(value)
 
 
 def _is_aliasable(value: Any) -> bool:
