@@ -207,3 +207,95 @@ def test_a_hugging_face_model_step() -> None:
         reference.zero_grad(set_to_none=True)
         torch.testing.assert_close(jitted(ids), eager(ids).detach())
         _assert_same_grads(model, reference)
+
+
+def test_zero_grad_clipping_and_a_hand_written_update_inside_the_step() -> None:
+    model = _mlp()
+    reference = copy.deepcopy(model)
+
+    def step_of(net: torch.nn.Module) -> Callable:
+        def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            net.zero_grad()
+            loss = torch.nn.functional.mse_loss(net(x), y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 0.1)  # reads .grad and scales it in place
+            with torch.no_grad():
+                for p in net.parameters():
+                    p -= 0.1 * p.grad
+            return loss
+
+        return step
+
+    jitted, eager = thunder.jit(step_of(model)), step_of(reference)
+    for _ in range(4):
+        x, y = torch.randn(3, 4), torch.randn(3, 2)
+        torch.testing.assert_close(jitted(x, y), eager(x, y).detach())
+        _assert_same_grads(model, reference)
+        for p, q in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(p, q)
+    # .grad is None on the first call and a tensor on the next ones: two entries, then hits
+    assert thunder.cache_misses(jitted) == 2
+
+
+def test_a_grad_the_call_finds_is_read_and_checked_on_every_call() -> None:
+    weight = torch.randn(3, requires_grad=True)
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        grad = weight.grad
+        return x * 2 if grad is None else x + grad
+
+    jitted = thunder.jit(fn)
+    x = torch.randn(3)
+    torch.testing.assert_close(jitted(x), x * 2)
+    weight.grad = torch.ones(3)
+    torch.testing.assert_close(jitted(x), x + 1)
+    weight.grad = torch.full((3,), 5.0)  # the same entry reads the new .grad
+    torch.testing.assert_close(jitted(x), x + 5)
+    weight.grad = None
+    torch.testing.assert_close(jitted(x), x * 2)
+    assert thunder.cache_misses(jitted) == 2
+
+
+def test_assigning_grad_checks_it_like_eager() -> None:
+    weight = torch.randn(3, requires_grad=True)
+
+    def fn(x: torch.Tensor) -> None:
+        weight.grad = x
+
+    with pytest.raises(RuntimeError, match="different size"):
+        thunder.jit(fn)(torch.randn(4))
+    thunder.jit(fn)(torch.full((3,), 2.0))
+    torch.testing.assert_close(weight.grad, torch.full((3,), 2.0))
+
+
+def test_foreach_functions_run_per_tensor() -> None:
+    def fn(a: torch.Tensor, b: torch.Tensor) -> list[torch.Tensor]:
+        torch._foreach_mul_([a, b], 3.0)
+        sums = torch._foreach_add([a, b], [b, a], alpha=2)
+        return [*sums, *torch._foreach_norm([a, b])]
+
+    inputs = [torch.randn(4), torch.randn(4)]
+    copies = [t.clone() for t in inputs]
+    for actual, expected in zip(thunder.jit(fn)(*inputs), fn(*copies)):
+        torch.testing.assert_close(actual, expected)
+    for actual, expected in zip(inputs, copies):
+        torch.testing.assert_close(actual, expected)
+
+
+@pytest.mark.parametrize("optimizer_class", [torch.optim.SGD, torch.optim.AdamW])
+def test_an_optimizer_step_inside_is_refused(optimizer_class: type) -> None:
+    # interpreted, torch.optim's step keyed its state by the parameters' proxies: SGD drifted from eager
+    model = _mlp()
+    optimizer = optimizer_class(model.parameters(), lr=0.1)
+
+    def step(x: torch.Tensor) -> torch.Tensor:
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(NotImplementedError, match=r"optimizer.step\(\) inside thunder.jit"):
+        thunder.jit(step)(torch.randn(3, 4))
+    for p, q in zip(model.parameters(), before):
+        torch.testing.assert_close(p, q)

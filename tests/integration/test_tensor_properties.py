@@ -20,11 +20,15 @@ METADATA = (
     "is_xla", "is_xpu", "itemsize", "layout", "nbytes",
 )  # fmt: skip
 # autograd's state of the actual tensor, which a trace does not see: a clear error
-UNSUPPORTED = ("data", "grad", "grad_dtype", "grad_fn", "is_leaf", "output_nr", "retains_grad", "volatile")
+# ``grad`` is supported for the program's inputs (test_backward_inside_jit.py)
+UNSUPPORTED = ("data", "grad_dtype", "grad_fn", "is_leaf", "output_nr", "retains_grad", "volatile")
 # eager raises for real tensors, so does thunder (complex tensors are not supported yet)
 RAISES_LIKE_EAGER = ("imag",)
 # ``name`` is a named-tensor dimension name in torch but every proxy's own name in thunder
-KNOWN = {"name": "TensorProxy.name is the proxy's name in the trace; named tensors are not supported"}
+KNOWN = {
+    "name": "TensorProxy.name is the proxy's name in the trace; named tensors are not supported",
+    "grad": "an input's .grad as the call found it, plus what a backward in the program added",
+}
 
 
 def _torch_properties() -> set[str]:
@@ -75,6 +79,13 @@ def test_metadata_property(name: str) -> None:
 def test_autograd_state_property_raises(name: str) -> None:
     with pytest.raises(NotImplementedError, match=f"tensor attribute '{name}'"):
         thunder.jit(lambda x: getattr(x, name))(torch.randn(3))
+
+
+def test_grad_of_an_input_is_read_and_of_a_computed_tensor_raises() -> None:
+    x = torch.randn(3)
+    assert thunder.jit(lambda x: x.grad)(x) is None
+    with pytest.raises(NotImplementedError, match="grad of a tensor the program computed"):
+        thunder.jit(lambda x: (x * 2).grad)(x)
 
 
 def test_imag_of_real_tensor_raises_like_eager() -> None:

@@ -132,6 +132,38 @@ def test_silu(device: str) -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_relu(device: str) -> None:
+    for dtype in _cases(device):
+        x = torch.randn(4, 33, device=device, dtype=dtype, requires_grad=True)
+        _check(F.relu, [x], "torch.nn.functional.relu", "relu_backward")
+
+
+def test_relu_gradient_at_zero_and_nan_is_eagers() -> None:
+    x = torch.tensor([0.0, float("nan"), -0.0, -1.0, 2.0], requires_grad=True)
+    jitted = thunder.jit(F.relu, executors=["torch"])
+    (actual,) = torch.autograd.grad(jitted(x), x, torch.ones(5))
+    (expected,) = torch.autograd.grad(F.relu(x), x, torch.ones(5))
+    torch.testing.assert_close(actual, expected, equal_nan=True)  # a NaN output passes its gradient
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dropout_backward_applies_the_forwards_mask(device: str) -> None:
+    for dtype in _cases(device):
+        x = torch.randn(64, 33, device=device, dtype=dtype, requires_grad=True)
+        jitted = thunder.jit(lambda x: F.dropout(x, 0.3, training=True), executors=["torch"])
+        torch.manual_seed(7)
+        actual = jitted(x)
+        torch.manual_seed(7)
+        expected = F.dropout(x, 0.3, training=True)  # the same mask: native_dropout draws as eager
+        torch.testing.assert_close(actual, expected)
+        cotangent = torch.randn_like(expected)
+        (actual_grad,) = torch.autograd.grad(actual, x, cotangent)
+        (expected_grad,) = torch.autograd.grad(expected, x, cotangent)
+        torch.testing.assert_close(actual_grad, expected_grad)
+        assert "= dropout_backward(" in str(thunder.last_backward_traces(jitted)[-1])
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize(
     "padding_idx, scale_grad_by_freq", [(None, False), (3, False), (None, True), (2, True)]
 )

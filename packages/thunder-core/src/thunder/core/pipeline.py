@@ -43,6 +43,7 @@ from thunder.core.transforms.causal_attention import use_causal_attention
 from thunder.core.transforms.claim_executors import claim_executors, fused_by
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
+from thunder.core.transforms.inline_backward import ran_backward
 from thunder.core.transforms.lifetimes import insert_deletes
 from thunder.core.transforms.remat import fused_recomputable, rematerialize, view_recomputable
 
@@ -192,7 +193,7 @@ def _recomputable(compile_data: CompileData) -> Callable[[BoundSymbol], bool] | 
 def needs_autograd(computation: Trace) -> bool:
     """Whether a call must record gradients: grad mode is on and some input requires grad, and the
     program did not run ``loss.backward()`` itself (its gradients are its outputs then)."""
-    if computation.input_gradients:
+    if ran_backward(computation):
         return False
     return torch.is_grad_enabled() and any(
         isinstance(p, TensorProxy) and p.requires_grad for p in computation.args

@@ -56,6 +56,15 @@ class Proxy:
 _tensor_methods: dict[str, Callable] = {}
 
 
+_grad_access: tuple[Callable, Callable] | None = None  # (read, write) of a proxy's .grad while tracing
+
+
+def register_grad_access(read: Callable[[Any], Any], write: Callable[[Any, Any], None]) -> None:
+    """What ``proxy.grad`` and ``proxy.grad = value`` do (set by ``transforms/inline_backward.py``)."""
+    global _grad_access
+    _grad_access = (read, write)
+
+
 def register_tensor_method(name: str, fn: Callable) -> None:
     """Make ``proxy.<name>(...)`` call ``fn(proxy, ...)``; the torch language registers its methods here."""
     _tensor_methods[name] = fn
@@ -294,6 +303,19 @@ class TensorProxy(Proxy):
         return self.numel() * self.dtype.itemsize
 
     is_sparse = is_sparse_csr = is_quantized = is_nested = is_mkldnn = property(lambda self: False)
+
+    @property
+    def grad(self) -> TensorProxy | None:
+        """The tensor's ``.grad`` in the program being traced (``core/transforms/inline_backward.py``)."""
+        if _grad_access is None:
+            raise NotImplementedError("thunder does not support reading the tensor attribute 'grad'")
+        return _grad_access[0](self)
+
+    @grad.setter
+    def grad(self, value: TensorProxy | None) -> None:
+        if _grad_access is None:
+            raise NotImplementedError("thunder does not support assigning the tensor attribute 'grad'")
+        _grad_access[1](self, value)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

@@ -68,10 +68,12 @@ class Trace:
         self.takes_argument_list = False
         # thunder.core.inplace.Mutations once the traced program mutates a tensor in place
         self.mutations: Any = None
-        # loss.backward() inside the traced program (transforms/inline_backward.py): input name ->
-        # (input, the sum of its gradients), and the ids of the bound symbols a backward went through
-        self.input_gradients: dict[str, tuple[Any, Any]] = {}
+        # .grad inside the traced program (transforms/inline_backward.py): input name -> GradState, the
+        # ids of the bound symbols a backward went through, and the frontend's fetch of an input's
+        # .grad as the call found it (a prologue input, or None checked by the prologue)
+        self.input_gradients: dict[str, Any] = {}
         self.backward_freed: set[int] = set()
+        self.grad_fetcher: Callable[[Any], Any] | None = None
         self._python_callable: Callable | None = None
 
     # names

@@ -19,6 +19,7 @@ from thunder.torch.nn import (
     mm,
     nll_loss,
     relu,
+    relu_backward,
     sigmoid,
     softmax,
 )  # fmt: skip
@@ -117,7 +118,7 @@ from thunder.torch.creation import (  # noqa: A004
     new_empty_strided, new_full, new_ones, new_zeros, ones, ones_like, scalar_tensor, tensor, zeros, zeros_like,
 )  # fmt: skip
 from thunder.torch.randomness import (
-    bernoulli, multinomial, native_dropout, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm,
+    bernoulli, dropout_backward, multinomial, native_dropout, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm,
 )  # fmt: skip
 from thunder.torch.conversions import (  # noqa: A004
     bfloat16, bool, byte, cdouble, cfloat, char, double, float, half, int, long, short, to, type, type_as,

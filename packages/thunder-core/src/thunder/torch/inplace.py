@@ -28,6 +28,7 @@ from thunder.core import dtypes, fallback
 from thunder.core.inplace import mutate
 from thunder.core.proxies import TensorProxy, register_tensor_method, tensor_method
 from thunder.core.pytree import tree_leaves
+from thunder.torch.foreach import foreach_lookaside
 from thunder.torch.randomness import random_lookaside
 from thunder.torch.registry import symbol_for
 
@@ -286,6 +287,9 @@ def torch_lookaside(torch_fn: Any) -> Callable | None:
     seeding = random_lookaside(torch_fn)  # recorded, so that every call reseeds
     if seeding is not None:
         return seeding
+    multi_tensor = foreach_lookaside(torch_fn)  # torch._foreach_*: one per-tensor op per element
+    if multi_tensor is not None:
+        return multi_tensor
     symbol = symbol_for(torch_fn)
     if symbol is not None:
         return _with_out_and_inplace(torch_fn, symbol)

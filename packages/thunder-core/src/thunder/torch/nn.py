@@ -54,9 +54,18 @@ def relu(input: TensorProxy, inplace: bool = False) -> TensorProxy:
     return prims.where(prims.gt(input, zero), input, zero)
 
 
+def _relu_backward(g: TensorProxy, out: TensorProxy) -> TensorProxy:
+    """``g`` where relu's output is positive or NaN, else 0 (eager's threshold_backward at 0)."""
+    return ew.where(ew.le(out, 0), 0.0, g)
+
+
+# One symbol, so that the torch executor runs PyTorch's kernel (threshold_backward) instead of two
+relu_backward = make_composite("relu_backward", _relu_backward, tags=frozenset({"elementwise"}))
+
+
 @register_vjp(relu)
 def _relu_vjp(g: Any, a: TensorProxy, inplace: bool, *, out: TensorProxy) -> tuple:
-    return (None if g is None else ew.where(ew.gt(out, 0), g, 0.0), None)
+    return (None if g is None else relu_backward(g, out), None)
 
 
 @torchsymbol(torch.sigmoid, torch.Tensor.sigmoid, F.sigmoid, method="sigmoid")

@@ -24,12 +24,13 @@ from thunder.core import dtypes, prims
 from thunder.core.gradients import register_vjp
 from thunder.core.prims.core import _zero_gradient
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import make_composite
 from thunder.torch.creation import READS_METADATA, _device, _dtype, _like, _shape
 from thunder.torch.registry import torchsymbol
 
 __all__ = [
     "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm", "normal", "bernoulli",
-    "multinomial", "native_dropout", "manual_seed", "random_lookaside",
+    "multinomial", "native_dropout", "dropout_backward", "manual_seed", "random_lookaside",
 ]  # fmt: skip
 
 RANDOM = frozenset({"random"})
@@ -147,8 +148,16 @@ def _native_dropout_vjp(g: Any, a: TensorProxy, p: float, train: bool | None, *,
     if train is False:
         return grad, None, None
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
-    mask = prims.convert_element_type(out[1], grad.dtype)
-    return prims.mul(prims.mul(grad, mask), scale), None, None
+    return dropout_backward(grad, out[1], scale), None, None
+
+
+def _dropout_backward(g: TensorProxy, mask: TensorProxy, scale: float) -> TensorProxy:
+    """``g`` where the forward kept an element, times ``scale``: eager's native_dropout_backward."""
+    return prims.mul(prims.mul(g, prims.convert_element_type(mask, g.dtype)), scale)
+
+
+# One symbol, so that the torch executor runs PyTorch's kernel (one instead of three)
+dropout_backward = make_composite("dropout_backward", _dropout_backward, tags=frozenset({"elementwise"}))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 The torch language routes training through symbol pairs whose forward returns what the backward
 needs (``attention_with_lse`` and ``attention_backward``, ``layer_norm_with_statistics`` and
 ``layer_norm_backward``, ``cross_entropy_with_lse`` and ``cross_entropy_backward``,
-``gelu_backward``, ``silu_backward``, ``embedding_backward``). Their decompositions are the math; here the torch executor claims them as
+``gelu_backward``, ``silu_backward``, ``relu_backward``, ``dropout_backward``, ``embedding_backward``). Their decompositions are the math; here the torch executor claims them as
 single calls of the kernels PyTorch's autograd uses (flash attention, ``native_layer_norm``, ...),
 so a compiled training step launches what eager launches, or fewer kernels, instead of dozens of
 elementwise ones. Each function returns exactly the dtypes its symbol's decomposition declares.
@@ -33,6 +33,8 @@ __all__ = [
     "layer_norm_backward",
     "gelu_backward",
     "silu_backward",
+    "relu_backward",
+    "dropout_backward",
     "embedding_backward",
     "cross_entropy_with_lse",
     "cross_entropy_backward",
@@ -164,6 +166,14 @@ def gelu_backward(g: torch.Tensor, a: torch.Tensor, approximate: str) -> torch.T
 
 def silu_backward(g: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
     return torch.ops.aten.silu_backward(g, a)
+
+
+def relu_backward(g: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    return torch.ops.aten.threshold_backward(g, out, 0)
+
+
+def dropout_backward(g: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
+    return torch.ops.aten.native_dropout_backward(g, mask, scale)
 
 
 def embedding_backward(
@@ -302,5 +312,7 @@ def register_torch_kernels(executor: OperatorExecutor) -> None:
     claim(ltorch.layer_norm_backward, layer_norm_backward)
     claim(ltorch.gelu_backward, gelu_backward)
     claim(ltorch.silu_backward, silu_backward)
+    claim(ltorch.relu_backward, relu_backward)
+    claim(ltorch.dropout_backward, dropout_backward)
     claim(ltorch.embedding_backward, embedding_backward, fusible=False)  # a scatter: nothing to fuse
     _claim_cross_entropy(executor)

@@ -38,6 +38,7 @@ from thunder.core.sources import (
 )
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
+from thunder.core.transforms.inline_backward import ran_backward
 from thunder.interpreter.guards import ValueGuards, is_guarded_by_attributes
 from thunder.interpreter.side_effects import SideEffects
 from thunder.interpreter.trace_time_effects import TraceTimeEffects
@@ -189,6 +190,8 @@ class TracingHooks(InterpreterHooks):
         self.input_tensors: dict[str, tuple[torch.Tensor, Source]] = {}
 
     def lookaside(self, fn: Any) -> Callable | None:
+        if _is_optimizer_step(fn):
+            return _optimizer_step_inside_jit
         replacement = torch_lookaside(fn)  # symbols, with their out=/inplace= forms; in-place torch ops
         if replacement is not None:
             if self.instruction_log is not None:
@@ -233,6 +236,9 @@ class TracingHooks(InterpreterHooks):
 
     def on_store_attr(self, obj: Any, name: str, value: Any) -> bool:
         """Module buffers get a tensor's value written into them; other writes are replayed (side_effects.py)."""
+        if isinstance(obj, TensorProxy) and name == "grad":  # the program's .grad (inline_backward.py)
+            obj.grad = value
+            return True
         current = obj._buffers.get(name) if isinstance(obj, torch.nn.Module) else None
         if current is not None and isinstance(value, TensorProxy):
             buffer = self._tensor_of_module(current)
@@ -284,6 +290,20 @@ class TracingHooks(InterpreterHooks):
         if known is not None:  # module state is always fetched by its qualified name
             name, source = known
         return self._add_tensor(tensor, source, name or _source_name(source))
+
+    def fetch_grad(self, proxy: TensorProxy) -> TensorProxy | None:
+        """An input's ``.grad`` as the call finds it: another input, or None that the prologue checks."""
+        entry = self.input_tensors.get(proxy.name)
+        if entry is None:
+            raise NotImplementedError(
+                "thunder does not support reading .grad of a tensor the program computed (only of its inputs)"
+            )
+        tensor, source = entry
+        grad_source = AttributeSource(source, "grad")
+        if tensor.grad is None:
+            self.builder.add_value_guard(None, grad_source)
+            return None
+        return self._add_tensor(tensor.grad, grad_source, f"{proxy.name}_grad")
 
     def _add_tensor(self, tensor: torch.Tensor, source: Source, name: str | None) -> TensorProxy:
         proxy = self.builder.add_tensor(tensor, source, name)
@@ -367,6 +387,29 @@ def _parameter_names(fn: Callable, args: tuple) -> list[str | None]:
     return names
 
 
+def _is_optimizer_step(fn: Any) -> bool:
+    """``optimizer.step`` of a torch.optim optimizer, bound or as the function a method call loads."""
+    if isinstance(getattr(fn, "__self__", None), torch.optim.Optimizer):
+        fn = fn.__func__
+    module = getattr(fn, "__module__", None)
+    return (
+        getattr(fn, "__name__", None) == "step"
+        and isinstance(module, str)
+        and module.startswith("torch.optim")
+    )
+
+
+def _optimizer_step_inside_jit(*args: Any, **kwargs: Any) -> None:
+    # Interpreted, torch.optim's step looks its state up by parameter (``self.state[p]``) with the
+    # parameters' proxies as keys: new, empty state on every compile, replayed wrongly (SGD's
+    # parameters drifted from eager's after two steps).
+    raise NotImplementedError(
+        "optimizer.step() inside thunder.jit is not supported yet: call it after the jitted function "
+        "(loss.backward() and optimizer.zero_grad() may stay inside), or compile the whole step with "
+        "torch.compile(step, backend=thunder.dynamo.ThunderCompiler())"
+    )
+
+
 def _call(target: Callable, *args: Any, **kwargs: Any) -> Any:
     return target(*args, **kwargs)
 
@@ -384,6 +427,7 @@ def interpreter_frontend(
     module_state = _module_state(module, module_root) if module is not None else {}
     hooks = TracingHooks(builder, module_state, compile_data.cache_option == "symbolic values")
     computation.tensor_adopter = hooks.adopt
+    computation.grad_fetcher = hooks.fetch_grad
     signature_fn = fn.forward if isinstance(fn, torch.nn.Module) else fn
     known_sources = _submodule_sources(module, module_root) if module is not None else []
     if module is not None and module is not fn:  # a bound method's ``self``
@@ -415,7 +459,7 @@ def interpreter_frontend(
             output = inplace.finish(computation, (output, values))
         computation.record(BoundSymbol(RETURN, (output,)))
     computation.header = "Constructed by the interpreter"
-    if computation.input_gradients or not (
+    if ran_backward(computation) or not (
         torch.is_grad_enabled()
         and any(p.requires_grad for p in computation.args if isinstance(p, TensorProxy))
     ):  # a program that ran loss.backward() itself is not differentiated again
@@ -424,21 +468,24 @@ def interpreter_frontend(
 
 
 def _accumulate_input_gradients(computation: Trace, hooks: TracingHooks) -> None:
-    """The gradients ``loss.backward()`` gave the program's inputs, added to their ``.grad`` by the epilogue.
+    """What the program did to its inputs' ``.grad``, replayed by the epilogue (inline_backward.py).
 
     Eager's backward would go on into the graph that made a non-leaf input, which a compiled program
     cannot reach: an input that gets a gradient must be a leaf, checked by the prologue on every call."""
-    for name, (_, gradient) in computation.input_gradients.items():
+    for name, state in computation.input_gradients.items():
         tensor, source = hooks.input_tensors[name]
-        if not tensor.is_leaf:
+        if state.from_backward and not tensor.is_leaf:
             raise NotImplementedError(
                 f"loss.backward() inside thunder.jit reached {source.describe()}, a tensor made by operations "
                 "outside the jitted function (not a leaf), and thunder cannot continue the backward into them: "
                 "pass a leaf tensor, or call backward outside the jitted function"
             )
-        if not isinstance(tensor, torch.nn.Parameter):  # a parameter is a leaf for good
+        if state.from_backward and not isinstance(tensor, torch.nn.Parameter):  # a parameter stays a leaf
             hooks.builder.add_value_guard(True, AttributeSource(source, "is_leaf"))
-        hooks.side_effects.accumulate_grad(source, gradient)
+        if state.assigned:
+            hooks.side_effects.assign_grad(source, state.final_value())
+        elif state.added is not None:
+            hooks.side_effects.accumulate_grad(source, state.added)
 
 
 def _traced_module(fn: Any, root: Source) -> tuple[torch.nn.Module | None, Source]:

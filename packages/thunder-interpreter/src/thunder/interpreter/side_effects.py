@@ -10,7 +10,7 @@ writes them again with real values after every run of the compiled computation:
 - an attribute: ``target.name = value`` (or ``del target.name`` if the program deleted it);
 - a global: ``globals[name] = value`` (or its deletion);
 - a tensor's ``.grad`` after ``loss.backward()`` in the program: the gradient added to it, or assigned
-  when it is None, as eager's ``AccumulateGrad`` does;
+  when it is None, as eager's ``AccumulateGrad`` does; or the value the program left in it;
 - a list, dict, set or deque changed in place (``append``, ``[]=``, ``update``, ``pop``, ...): its whole
   final contents (``target[:] = [...]``), whichever operations produced them, so a ``sort(key=...)``,
   an ``extend(generator)`` or a ``pop`` needs no replay rule of its own.
@@ -41,7 +41,7 @@ import torch
 from thunder.core import devices, dtypes
 from thunder.core.epilogue import Epilogue, EpilogueBuilder
 from thunder.core.proxies import Proxy
-from thunder.core.sources import GlobalSource, ItemSource, KeysSource, LengthSource, Source
+from thunder.core.sources import AttributeSource, GlobalSource, ItemSource, KeysSource, LengthSource, Source
 
 __all__ = ["SideEffects", "UnreplayableSideEffectError"]
 
@@ -110,8 +110,8 @@ class SideEffects:
         self._writes: dict[tuple, _Write] = {}  # in the order of the first write
         self._changed_sources: set[int] = set()  # ids of the sources of containers changed in place
         self._written_globals: set[tuple[int, str]] = set()
-        # loss.backward() in the program: (where the tensor is, its gradient), accumulated into .grad
-        self._gradients: list[tuple[Source, Proxy]] = []
+        # .grad of the program's inputs: (where the tensor is, "add" or "assign", the value)
+        self._gradients: list[tuple[Source, str, Proxy | None]] = []
 
     def __bool__(self) -> bool:
         return bool(self._writes) or bool(self._gradients)
@@ -119,7 +119,11 @@ class SideEffects:
     def accumulate_grad(self, source: Source, gradient: Proxy) -> None:
         """``loss.backward()`` in the program gave the tensor at ``source`` this gradient
         (``core/transforms/inline_backward.py``): the epilogue adds it to the tensor's ``.grad``."""
-        self._gradients.append((source, gradient))
+        self._gradients.append((source, "add", gradient))
+
+    def assign_grad(self, source: Source, value: Proxy | None) -> None:
+        """The program left the ``.grad`` of the tensor at ``source`` holding ``value`` (None included)."""
+        self._gradients.append((source, "assign", value))
 
     def _note(self, key: tuple, write: _Write) -> None:
         known = self._writes.get(key)
@@ -161,14 +165,20 @@ class SideEffects:
         self._changed_sources.add(id(source))
 
     def written_by_program(self, source: Source) -> bool:
-        """A value read back from what the program itself wrote: the prologue must not check it."""
-        if isinstance(source, GlobalSource):
-            return (id(source.globals_dict), source.name) in self._written_globals
-        while isinstance(source, (ItemSource, LengthSource, KeysSource)):
-            source = source.base
-            if id(source) in self._changed_sources:
-                return True
-        return False
+        """A value read back from what the program itself wrote, or reached through it (an attribute of a
+        module a global was lazily set to, as ``torch.autograd.profiler`` does): the prologue must not
+        check it, since the call begins without the write."""
+        while True:
+            if isinstance(source, GlobalSource):
+                return (id(source.globals_dict), source.name) in self._written_globals
+            if isinstance(source, AttributeSource):
+                source = source.base
+            elif isinstance(source, (ItemSource, LengthSource, KeysSource)):
+                source = source.base
+                if id(source) in self._changed_sources:
+                    return True
+            else:
+                return False
 
     def undo(self) -> None:
         """Give the user's objects back the state they had before the call (they may hold proxies now)."""
@@ -220,10 +230,13 @@ class _EpilogueWriter:
                 keys = write.before if isinstance(write.before, dict) else range(len(write.before))
                 for key in keys:
                     self._originals.setdefault(id(write.before[key]), (write, key))
-        for source, gradient in self.effects._gradients:  # eager's AccumulateGrad
+        for source, how, gradient in self.effects._gradients:
             target, value = self.builder.fetch(source), self._value(gradient)
-            self.builder.statement(f"if {target}.grad is None: {target}.grad = {value}")
-            self.builder.statement(f"else: {target}.grad.add_({value})")
+            if how == "assign":
+                self.builder.statement(f"{target}.grad = {value}")
+            else:  # eager's AccumulateGrad
+                self.builder.statement(f"if {target}.grad is None: {target}.grad = {value}")
+                self.builder.statement(f"else: {target}.grad.add_({value})")
         for write in writes:
             self._write = write
             getattr(self, f"_{write.kind}")(write)

@@ -5,10 +5,11 @@ program: when the traced code calls ``backward`` on a tensor, the gradient of th
 respect to each input of the trace that requires grad is recorded right there, with the same gradient
 rules the autograd transform uses (``transforms/autograd.py``), and the program goes on. The
 gradients are recorded with grad mode off, so a later ``backward`` in the same program does not
-differentiate them (as eager's ``create_graph=False``). ``Trace.input_gradients`` collects, per input,
-the sum of what every ``backward`` gave it; the frontend makes each an output of the computation that
-its epilogue accumulates into the input's ``.grad``, as eager's ``AccumulateGrad`` does (assigned when
-``.grad`` is None, added in place otherwise). Such a program is not differentiated again: it runs
+differentiate them (as eager's ``create_graph=False``). ``Trace.input_gradients`` keeps, per input, a
+``GradState``: the sum of what every ``backward`` gave it, which the epilogue accumulates into the
+input's ``.grad`` as eager's ``AccumulateGrad`` does (assigned when ``.grad`` is None, added in place
+otherwise), or, once the program read or assigned ``.grad`` (``model.zero_grad()``, gradient
+clipping, a hand-written update), the value it ends up with, which the epilogue assigns. Such a program is not differentiated again: it runs
 under ``torch.no_grad()`` and its outputs do not require grad.
 
 To differentiate, the program recorded so far is replaced by its differentiable form (symbols
@@ -20,16 +21,34 @@ Eager's errors are kept: ``backward`` of a tensor that does not require grad, of
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from thunder.core import prims
-from thunder.core.proxies import TensorProxy
+from thunder.core.inplace import current
+from thunder.core.proxies import TensorProxy, register_grad_access
 from thunder.core.trace import Trace, get_tracectx
 from thunder.core.transforms.autograd import _accumulate, _backward_step, _differentiable, _on_gradient_path
 
-__all__ = ["record_backward"]
+__all__ = ["record_backward", "GradState", "read_grad", "write_grad", "ran_backward"]
+
+
+@dataclass
+class GradState:
+    """What the program did to an input's ``.grad``, replayed on the tensor by the epilogue."""
+
+    proxy: TensorProxy  # the input
+    added: TensorProxy | None = None  # the sum of backward's gradients, added to ``.grad`` as it was
+    assigned: bool = False  # ``.grad`` was replaced: by ``value`` (None: set to None)
+    value: TensorProxy | None = None
+    from_backward: bool = False  # a backward reached the input (it must be a leaf)
+
+    def final_value(self) -> TensorProxy | None:
+        """The proxy holding the assigned ``.grad`` now (an in-place update after the assignment included)."""
+        return None if self.value is None else current(self.value)
+
 
 _SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -79,6 +98,11 @@ def record_backward(
                 _add_input_gradient(trace, proxy, grad)
 
 
+def ran_backward(trace: Trace) -> bool:
+    """Whether the traced program called backward itself: it is then not differentiated again."""
+    return any(state.from_backward for state in trace.input_gradients.values())
+
+
 def _seed(loss: TensorProxy, gradient: TensorProxy | float | None) -> TensorProxy:
     """The gradient of ``loss`` itself: ones for a scalar, else the ``gradient`` given."""
     if isinstance(gradient, TensorProxy):
@@ -100,6 +124,63 @@ def _reaches(bound_symbol: Any, cotangents: dict[str, Any], needs_grad: set[str]
 
 
 def _add_input_gradient(trace: Trace, proxy: TensorProxy, grad: TensorProxy) -> None:
-    known = trace.input_gradients.get(proxy.name)
-    total = grad if known is None else prims.add(known[1], grad)
-    trace.input_gradients[proxy.name] = (proxy, total)
+    state = trace.input_gradients.setdefault(proxy.name, GradState(proxy))
+    state.from_backward = True
+    if state.assigned:  # backward after ``p.grad = ...``: added to what was assigned
+        state.value = grad if state.value is None else prims.add(state.final_value(), grad)
+    else:
+        state.added = grad if state.added is None else prims.add(state.added, grad)
+
+
+def read_grad(proxy: TensorProxy) -> TensorProxy | None:
+    """``proxy.grad`` while tracing: the input's ``.grad`` as the program has left it so far.
+
+    The ``.grad`` the tensor had when the call began is an input the prologue fetches (or checks is
+    None), through ``Trace.grad_fetcher`` (set by the frontend). Once read after a backward, the sum
+    is a value of its own that the epilogue assigns, so that in-place updates of it (gradient
+    clipping) are what ``.grad`` ends up holding."""
+    trace = _tracing_trace()
+    state = trace.input_gradients.get(proxy.name)
+    if state is not None and state.assigned:
+        return state.final_value()
+    if trace.grad_fetcher is None:
+        raise NotImplementedError("thunder does not support reading the tensor attribute 'grad' here")
+    before = trace.grad_fetcher(proxy)
+    if state is None or state.added is None:
+        return before
+    with torch.no_grad():
+        total = state.added if before is None else prims.add(before, state.added)
+    state.assigned, state.value, state.added = True, total, None
+    return total
+
+
+def write_grad(proxy: TensorProxy, value: Any) -> None:
+    """``proxy.grad = value`` while tracing, with eager's checks of the value."""
+    trace = _tracing_trace()
+    if trace.grad_fetcher is None or proxy.name not in {p.name for p in trace.args}:
+        raise NotImplementedError(
+            "thunder supports assigning .grad only on the program's inputs (parameters, arguments)"
+        )
+    if value is not None:
+        if not isinstance(value, TensorProxy):
+            raise TypeError(
+                f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
+            )
+        if value.dtype != proxy.dtype:
+            raise RuntimeError("assigned grad has data of a different type")
+        if value.device != proxy.device:
+            raise RuntimeError("assigned grad has data located on a different device")
+        if value.shape != proxy.shape:
+            raise RuntimeError("assigned grad has data of a different size")
+    state = trace.input_gradients.setdefault(proxy.name, GradState(proxy))
+    state.assigned, state.value, state.added = True, value, None
+
+
+def _tracing_trace() -> Trace:
+    trace = get_tracectx()
+    if trace is None:
+        raise RuntimeError("a proxy's .grad exists only while a program is traced")
+    return trace
+
+
+register_grad_access(read_grad, write_grad)
