@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -40,6 +41,7 @@ from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
 from thunder.core.transforms.inline_backward import ran_backward
 from thunder.interpreter.guards import ValueGuards, is_guarded_by_attributes
+from thunder.interpreter.optimizers import is_optimizer_step, optimizer_step
 from thunder.interpreter.side_effects import SideEffects
 from thunder.interpreter.trace_time_effects import TraceTimeEffects
 from thunder.interpreter.vm import InterpreterError, InterpreterHooks, interpret
@@ -190,8 +192,8 @@ class TracingHooks(InterpreterHooks):
         self.input_tensors: dict[str, tuple[torch.Tensor, Source]] = {}
 
     def lookaside(self, fn: Any) -> Callable | None:
-        if _is_optimizer_step(fn):
-            return _optimizer_step_inside_jit
+        if is_optimizer_step(fn):  # SGD, Adam, AdamW: the update as trace operations (optimizers.py)
+            return functools.partial(optimizer_step, self)
         replacement = torch_lookaside(fn)  # symbols, with their out=/inplace= forms; in-place torch ops
         if replacement is not None:
             if self.instruction_log is not None:
@@ -218,6 +220,23 @@ class TracingHooks(InterpreterHooks):
         if _is_torch_callable(fn):
             return _guard_torch_callable(fn)
         return None
+
+    def unwrapped(self, fn: Any) -> Any:
+        """``torch._dynamo.disable(f)`` (``@torch._disable_dynamo``: ``Optimizer.zero_grad``) stands for ``f``.
+
+        Dynamo's wrappers are run natively (its bookkeeping is not the program), but this one calls
+        the program's own code: run natively, ``optimizer.zero_grad()`` cleared the real ``.grad``
+        once, while tracing, and never again (gradients then accumulated over calls, silently)."""
+        wrapped = getattr(fn, "__wrapped__", None)
+        if wrapped is None:
+            return fn
+        module = getattr(fn, "__module__", None)
+        if isinstance(module, str) and module.startswith("torch._dynamo."):  # torch._dynamo.disable(f)
+            return wrapped
+        code = getattr(fn, "__code__", None)  # @torch._disable_dynamo's ``inner`` (functools.wraps renames it)
+        if code is not None and code.co_name == "inner" and code.co_filename.endswith(_DISABLE_DYNAMO_FILE):
+            return wrapped
+        return fn
 
     def interpreted_instead(self, fn: Any) -> Any:
         """A function or module jitted on its own, called by the program: traced as part of the program,
@@ -387,27 +406,7 @@ def _parameter_names(fn: Callable, args: tuple) -> list[str | None]:
     return names
 
 
-def _is_optimizer_step(fn: Any) -> bool:
-    """``optimizer.step`` of a torch.optim optimizer, bound or as the function a method call loads."""
-    if isinstance(getattr(fn, "__self__", None), torch.optim.Optimizer):
-        fn = fn.__func__
-    module = getattr(fn, "__module__", None)
-    return (
-        getattr(fn, "__name__", None) == "step"
-        and isinstance(module, str)
-        and module.startswith("torch.optim")
-    )
-
-
-def _optimizer_step_inside_jit(*args: Any, **kwargs: Any) -> None:
-    # Interpreted, torch.optim's step looks its state up by parameter (``self.state[p]``) with the
-    # parameters' proxies as keys: new, empty state on every compile, replayed wrongly (SGD's
-    # parameters drifted from eager's after two steps).
-    raise NotImplementedError(
-        "optimizer.step() inside thunder.jit is not supported yet: call it after the jitted function "
-        "(loss.backward() and optimizer.zero_grad() may stay inside), or compile the whole step with "
-        "torch.compile(step, backend=thunder.dynamo.ThunderCompiler())"
-    )
+_DISABLE_DYNAMO_FILE = os.path.join("torch", "_compile.py")
 
 
 def _call(target: Callable, *args: Any, **kwargs: Any) -> Any:

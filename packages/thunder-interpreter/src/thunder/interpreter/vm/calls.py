@@ -50,6 +50,7 @@ def is_own_code(function: FunctionType) -> bool:
 
 
 def call(context: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
+    fn = context.hooks.unwrapped(fn)
     replacement = context.hooks.lookaside(fn)
     if replacement is not None:
         return replacement(*args, **kwargs)

@@ -24,6 +24,10 @@ class InterpreterHooks:
         """A replacement to call natively instead of ``fn`` (e.g. a torch op recorder)."""
         return None
 
+    def unwrapped(self, fn: Any) -> Any:
+        """The function to call in place of ``fn``, a wrapper whose only job the program does not need."""
+        return fn
+
     def interpreted_instead(self, fn: Any) -> Any:
         """A callable to interpret in place of the callable object ``fn`` (not a function or method),
         or None: a compiled function met inside the program stands for its original."""
