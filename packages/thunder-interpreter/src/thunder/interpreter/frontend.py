@@ -221,6 +221,20 @@ class TracingHooks(InterpreterHooks):
             return _guard_torch_callable(fn)
         return None
 
+    def check_lookup_key(self, container: Any, key: Any, operation: str) -> None:
+        """A dict or set from outside the call is keyed by real tensors, never by the program's proxies:
+        looked up by one (``stats[p]``, ``p in seen``), it would miss, or a defaultdict would make a new
+        entry, silently. (An optimizer's ``state[p]``; SGD drifted from eager that way.)"""
+        if isinstance(key, TensorProxy):
+            source = self.source_of(container)
+            where = source.describe() if source is not None else type(container).__name__
+            raise NotImplementedError(
+                f"{where} (a {type(container).__name__} from outside the call) looked up by a tensor ({operation}): "
+                "inside thunder.jit tensors are traced stand-ins, so the lookup would not find the tensor it "
+                "was keyed by; key it by name (e.g. dict(model.named_parameters())) or do the lookup outside "
+                f"the jitted function (at {self.current_location()})"
+            )
+
     def unwrapped(self, fn: Any) -> Any:
         """``torch._dynamo.disable(f)`` (``@torch._disable_dynamo``: ``Optimizer.zero_grad``) stands for ``f``.
 

@@ -104,6 +104,18 @@ _MUTATING_METHODS = frozenset(
 )
 
 
+_KEYED = (dict, set, frozenset)
+_KEYED_METHODS = frozenset("get setdefault pop __getitem__ __contains__ add discard remove".split())
+
+
+def check_lookup_key(context: Any, container: Any, key: Any, operation: str) -> None:
+    """A dict or set from outside the call looked up by a key of the program's making (hooks decide)."""
+    if type(key) is int or type(key) is str or not isinstance(container, _KEYED):
+        return
+    if context.provenance.source_of(container) is not None:
+        context.hooks.check_lookup_key(container, key, operation)
+
+
 def report_mutation(context: Any, container: Any, operation: str) -> None:
     """Tell the hooks that a container read from outside the call is about to change."""
     source = context.provenance.source_of(container)
@@ -112,6 +124,8 @@ def report_mutation(context: Any, container: Any, operation: str) -> None:
 
 
 def call_opaque(context: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
+    if type(fn) is BuiltinMethodType and fn.__name__ in _KEYED_METHODS and args:
+        check_lookup_key(context, fn.__self__, args[0], f".{fn.__name__}()")
     if type(fn) is BuiltinMethodType and fn.__name__ in _MUTATING_METHODS:
         owner = fn.__self__
         if isinstance(owner, _MUTABLE_CONTAINERS):

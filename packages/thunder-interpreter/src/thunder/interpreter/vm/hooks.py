@@ -24,6 +24,9 @@ class InterpreterHooks:
         """A replacement to call natively instead of ``fn`` (e.g. a torch op recorder)."""
         return None
 
+    def check_lookup_key(self, container: Any, key: Any, operation: str) -> None:
+        """``container`` (a dict or set read from outside the call) is about to be looked up by ``key``."""
+
     def unwrapped(self, fn: Any) -> Any:
         """The function to call in place of ``fn``, a wrapper whose only job the program does not need."""
         return fn

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from thunder.interpreter.vm.calls import call, lookup_type
+from thunder.interpreter.vm.calls import call, check_lookup_key, lookup_type
 from thunder.interpreter.vm.dispatch import PY313, handles
 from thunder.interpreter.vm.operators import (
     binary_operation,
@@ -100,5 +100,6 @@ def contains_op(frame: Any, op: Any) -> None:
             context, call(context, lookup_type(type(container), "__contains__"), (container, item), {})
         )
     else:
+        check_lookup_key(context, container, item, "in")
         found = item in container
     stack[-1] = found != bool(op.arg)

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from thunder.core.sources import ItemSource
-from thunder.interpreter.vm.calls import _MUTABLE_CONTAINERS, call, lookup_type, report_mutation
+from thunder.interpreter.vm.calls import (
+    _MUTABLE_CONTAINERS,
+    call,
+    check_lookup_key,
+    lookup_type,
+    report_mutation,
+)
 from thunder.interpreter.vm.dispatch import NULL_AFTER_CALLABLE, handles
 from thunder.interpreter.vm.iteration import iterate_all
 from thunder.interpreter.vm.operators import has_user_dunder
@@ -169,6 +175,7 @@ def subscript(context: Any, container: Any, key: Any) -> Any:
     if has_user_dunder(context, cls, "__getitem__"):
         value = call(context, lookup_type(cls, "__getitem__"), (container, key), {})
     else:
+        check_lookup_key(context, container, key, "[]")
         value = container[key]
     if type(key) is int or type(key) is str:
         base = context.provenance.source_of(container)
@@ -194,6 +201,7 @@ def store_subscr(frame: Any, op: Any) -> None:
     if has_user_dunder(context, type(container), "__setitem__"):
         call(context, lookup_type(type(container), "__setitem__"), (container, key, value), {})
     else:
+        check_lookup_key(context, container, key, "[]=")
         if isinstance(container, _MUTABLE_CONTAINERS):
             report_mutation(context, container, "[]=")
         container[key] = value
@@ -203,6 +211,7 @@ def store_subscr(frame: Any, op: Any) -> None:
 def delete_subscr(frame: Any, op: Any) -> None:
     key = frame.stack.pop()
     container = frame.stack.pop()
+    check_lookup_key(frame.context, container, key, "del []")
     if isinstance(container, _MUTABLE_CONTAINERS):
         report_mutation(frame.context, container, "del []")
     del container[key]
