@@ -140,9 +140,12 @@ def _leaves(bound_symbol: BoundSymbol) -> list[BoundSymbol]:
     return [leaf for sub in bound_symbol.subsymbols for leaf in _leaves(sub)]
 
 
-def _is_view_symbol(symbol: Symbol) -> bool:
+def is_view_symbol(symbol: Symbol) -> bool:
     """Whether the symbol's result shares memory with its input in eager (shape ops like repeat copy)."""
     return "view" in symbol.tags or (symbol.module == "ltorch" and symbol.name in EAGER_VIEWS)
+
+
+_is_view_symbol = is_view_symbol
 
 
 # torch operators that return views in eager; when thunder's decomposition of one is not a chain of

@@ -41,6 +41,7 @@ from thunder.core.trace import Trace
 from thunder.core.transforms.autograd import saved_bytes, split_forward_backward
 from thunder.core.transforms.causal_attention import use_causal_attention
 from thunder.core.transforms.claim_executors import claim_executors, fused_by
+from thunder.core.transforms.copy_backs import place_copy_backs
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
 from thunder.core.transforms.inline_backward import ran_backward
@@ -147,6 +148,7 @@ def compile_computation(
         _transform_if_changed(traces, stats, "causal attention", use_causal_attention)
         step("fuse linear cross entropy", fuse_linear_cross_entropy)
     step("dce", dce)
+    _transform_if_changed(traces, stats, stage_prefix + "copy-backs placed early", place_copy_backs)
     step("executors", functools.partial(claim_executors, executors=compile_data.executors))
     step("dce after executors", dce)
     step("lifetimes", insert_deletes)

@@ -1,0 +1,88 @@
+"""Copy-backs of mutated inputs run right after their last old-value read (transforms/copy_backs.py).
+
+Results and mutated inputs against eager, and the positions in the execution trace: the whole
+training step writes each parameter and each optimizer state tensor back as soon as its update is
+computed, so their new values do not all stay alive until the end of the program.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import thunder
+from thunder.core.inplace import copy_symbol
+
+
+def _check(fn, *make_inputs) -> thunder.core.pipeline.JittedFunction:
+    jitted = thunder.jit(fn)
+    for _ in range(2):
+        inputs = [make() for make in make_inputs]
+        copies = [t.clone() for t in inputs]
+        torch.testing.assert_close(jitted(*inputs), fn(*copies))
+        for actual, expected in zip(inputs, copies):
+            torch.testing.assert_close(actual, expected)
+    return jitted
+
+
+def test_a_copy_waits_for_a_read_of_the_old_value_through_a_view() -> None:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        new = x + 1
+        old_through_view = x.t() * 3  # reads the old value after the new one is computed
+        x.copy_(new)
+        return old_through_view
+
+    jitted = _check(fn, lambda: torch.randn(3, 4))
+    execution = thunder.last_traces(jitted)[-1]
+    names = [b.symbol.name for b in execution.bound_symbols]
+    assert names.index("copy_") > names.index("mul")
+
+
+def test_a_view_read_after_the_update_sees_the_new_value() -> None:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        view = x[0]
+        x.mul_(2)
+        return view + 1  # eager: the view shows the update
+
+    _check(fn, lambda: torch.randn(3, 4))
+
+
+def test_buffers_updated_in_a_forward_and_returned() -> None:
+    norm = torch.nn.BatchNorm1d(4)
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return norm(x) * 2
+
+    jitted = thunder.jit(fn)
+    reference = torch.nn.BatchNorm1d(4)
+    for _ in range(3):
+        x = torch.randn(8, 4)
+        torch.testing.assert_close(jitted(x), reference(x) * 2)
+        torch.testing.assert_close(norm.running_mean, reference.running_mean)
+        torch.testing.assert_close(norm.running_var, reference.running_var)
+
+
+def test_the_whole_step_writes_each_parameter_back_right_after_its_update() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+
+    def step(x: torch.Tensor) -> torch.Tensor:
+        loss = model(x).square().mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss
+
+    jitted = thunder.jit(step)
+    for _ in range(2):
+        jitted(torch.randn(5, 4))
+    execution = thunder.last_traces(jitted)[-1]
+    symbols = [b for b in execution.bound_symbols if b.symbol.name != "del"]
+    copy_positions = [i for i, b in enumerate(symbols) if b.symbol is copy_symbol()]
+    assert len(copy_positions) == 4 * 4  # each parameter, its step, exp_avg and exp_avg_sq
+    made_at = {p.name: i for i, b in enumerate(symbols) for p in b.proxy_outputs()}
+    for position in copy_positions:
+        value = symbols[position].args[1]
+        between = symbols[made_at[value.name] + 1 : position]
+        assert all(b.symbol is copy_symbol() for b in between), execution  # right after its value is made
+    assert copy_positions[0] < len(symbols) - 2 * 4 * 4  # not all at the end
