@@ -7,6 +7,8 @@ computed, so their new values do not all stay alive until the end of the program
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 import thunder
@@ -86,3 +88,35 @@ def test_the_whole_step_writes_each_parameter_back_right_after_its_update() -> N
         between = symbols[made_at[value.name] + 1 : position]
         assert all(b.symbol is copy_symbol() for b in between), execution  # right after its value is made
     assert copy_positions[0] < len(symbols) - 2 * 4 * 4  # not all at the end
+
+
+def test_each_update_runs_as_soon_as_its_gradient_exists() -> None:
+    """The last layer's parameters are updated (and written back) while the backward still works on the
+    first layer: its gradient is freed there, not kept until the end of the program."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    reference = copy.deepcopy(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+
+    def step_of(net: torch.nn.Module, opt: torch.optim.Optimizer):
+        def step(x: torch.Tensor) -> torch.Tensor:
+            loss = net(x).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        return step
+
+    jitted, eager = thunder.jit(step_of(model, optimizer)), step_of(reference, reference_optimizer)
+    for _ in range(3):
+        x = torch.randn(5, 4)
+        torch.testing.assert_close(jitted(x), eager(x))
+        for p, q in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(p, q)
+    symbols = thunder.last_traces(jitted)[-1].bound_symbols
+    copies = {b.args[0].name: i for i, b in enumerate(symbols) if b.symbol is copy_symbol()}
+    matmuls = [i for i, b in enumerate(symbols) if b.symbol.name == "matmul"]
+    last_layer = [name for name in copies if name.startswith("weight_1")]
+    assert last_layer and min(copies[name] for name in last_layer) < matmuls[-1]

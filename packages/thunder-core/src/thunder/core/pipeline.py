@@ -43,6 +43,7 @@ from thunder.core.transforms.causal_attention import use_causal_attention
 from thunder.core.transforms.claim_executors import claim_executors, fused_by
 from thunder.core.transforms.copy_backs import place_copy_backs
 from thunder.core.transforms.dce import dce
+from thunder.core.transforms.early_updates import place_updates_early
 from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
 from thunder.core.transforms.inline_backward import ran_backward
 from thunder.core.transforms.lifetimes import insert_deletes
@@ -148,6 +149,7 @@ def compile_computation(
         _transform_if_changed(traces, stats, "causal attention", use_causal_attention)
         step("fuse linear cross entropy", fuse_linear_cross_entropy)
     step("dce", dce)
+    _transform_if_changed(traces, stats, stage_prefix + "updates placed early", place_updates_early)
     _transform_if_changed(traces, stats, stage_prefix + "copy-backs placed early", place_copy_backs)
     step("executors", functools.partial(claim_executors, executors=compile_data.executors))
     step("dce after executors", dce)

@@ -74,6 +74,9 @@ class Trace:
         self.input_gradients: dict[str, Any] = {}
         self.backward_freed: set[int] = set()
         self.grad_fetcher: Callable[[Any], Any] | None = None
+        # names of proxies made by ops that may run as soon as their inputs exist (an optimizer's
+        # update of one parameter, interpreter/optimizers.py): transforms/early_updates.py moves them
+        self.early_outputs: set[str] = set()
         self._python_callable: Callable | None = None
 
     # names
@@ -175,4 +178,5 @@ def from_trace(trace: Trace, header: str = "") -> Trace:
     new.signature = trace.signature
     new.takes_argument_list = trace.takes_argument_list
     new.constants = dict(trace.constants)
+    new.early_outputs = trace.early_outputs
     return new

@@ -32,6 +32,7 @@ import thunder.torch as ltorch
 from thunder.core.inplace import current
 from thunder.core.proxies import TensorProxy
 from thunder.core.sources import AttributeSource, ItemSource, KeysSource, LengthSource, Source, TypeSource
+from thunder.core.trace import get_tracectx
 from thunder.core.transforms.inline_backward import read_grad
 
 __all__ = ["is_optimizer_step", "optimizer_step"]
@@ -102,7 +103,13 @@ def optimizer_step(hooks: Any, optimizer: Any, closure: Any = None) -> None:
                 grad = read_grad(proxy)
                 if grad is None:
                     continue
+                trace = get_tracectx()
+                first = len(trace.bound_symbols)
                 update(step, hyper, proxy, grad, ItemSource(AttributeSource(source, "state"), param))
+                # the update may run as soon as its gradient exists (transforms/early_updates.py)
+                trace.early_outputs.update(
+                    p.name for b in trace.bound_symbols[first:] for p in b.proxy_outputs()
+                )
 
 
 def _refusal(optimizer: Any, closure: Any) -> str | None:
