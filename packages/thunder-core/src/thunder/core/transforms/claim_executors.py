@@ -349,6 +349,13 @@ def _emit(
     for index, previous in chain.items():
         if node_of[previous] != node_of[index]:
             dependencies[node_of[index]].add(node_of[previous])
+    # A side effect (an input's copy-back, placed after the last read of its old value) runs after every
+    # node that begins before it: a region holding an earlier reader is emitted once all its inputs
+    # exist, which may be later, and must still read the old value.
+    for index, (bound_symbol, _) in enumerate(claimed):
+        if "side_effect" in bound_symbol.symbol.tags:
+            node = node_of[index]
+            dependencies[node].update(n for n, m in members.items() if m[0] < index and n != node)
     reads: dict[tuple[str, int], set[str]] = {node: set() for node in members}
     for index, (bound_symbol, _) in enumerate(claimed):
         reads[node_of[index]].update(p.name for p in bound_symbol.proxy_args())
