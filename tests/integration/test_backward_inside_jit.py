@@ -333,11 +333,45 @@ def test_the_whole_training_step_in_one_program(optimizer_class: type, options: 
     assert "inplace.copy_(" in execution  # parameters and state updated in place by the program
 
 
-def test_a_changed_learning_rate_compiles_a_new_entry() -> None:
+@pytest.mark.parametrize("optimizer_class", [torch.optim.SGD, torch.optim.AdamW])
+def test_a_learning_rate_scheduler_does_not_recompile(optimizer_class: type) -> None:
+    """The learning rate is an input of the program: a scheduler changing it every step reuses the entry."""
     model = _mlp()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     reference = copy.deepcopy(model)
-    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    optimizer = optimizer_class(model.parameters(), lr=0.1)
+    reference_optimizer = optimizer_class(reference.parameters(), lr=0.1)
+    schedulers = [
+        torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.8**epoch)
+        for opt in (optimizer, reference_optimizer)
+    ]
+
+    def step_of(net: torch.nn.Module, opt: torch.optim.Optimizer) -> Callable:
+        def step(x: torch.Tensor) -> torch.Tensor:
+            loss = net(x).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        return step
+
+    jitted, eager = thunder.jit(step_of(model, optimizer)), step_of(reference, reference_optimizer)
+    for _ in range(5):
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(jitted(x), eager(x))
+        for scheduler in schedulers:
+            scheduler.step()
+        for p, q in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(p, q)
+    assert optimizer.param_groups[0]["lr"] < 0.05
+    assert thunder.cache_misses(jitted) == (1 if optimizer_class is torch.optim.SGD else 2)
+
+
+def test_another_hyperparameter_compiles_a_new_entry() -> None:
+    model = _mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+    reference = copy.deepcopy(model)
+    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.5)
 
     def step_of(net: torch.nn.Module, opt: torch.optim.Optimizer) -> Callable:
         def step(x: torch.Tensor) -> None:
@@ -348,15 +382,15 @@ def test_a_changed_learning_rate_compiles_a_new_entry() -> None:
         return step
 
     jitted, eager = thunder.jit(step_of(model, optimizer)), step_of(reference, reference_optimizer)
-    for lr in (0.1, 0.1, 0.01):
+    for momentum in (0.5, 0.5, 0.9):
         for opt in (optimizer, reference_optimizer):
-            opt.param_groups[0]["lr"] = lr
+            opt.param_groups[0]["momentum"] = momentum
         x = torch.randn(3, 4)
         jitted(x)
         eager(x)
         for p, q in zip(model.parameters(), reference.parameters()):
             torch.testing.assert_close(p, q)
-    assert thunder.cache_misses(jitted) == 2
+    assert thunder.cache_misses(jitted) == 3  # the first step (no state), the next ones, a new momentum
 
 
 def test_optimizer_zero_grad_inside_clears_grads_on_every_call() -> None:

@@ -41,7 +41,12 @@ from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
 from thunder.core.transforms.inline_backward import ran_backward
 from thunder.interpreter.guards import ValueGuards, is_guarded_by_attributes
-from thunder.interpreter.optimizers import is_optimizer_step, optimizer_step
+from thunder.interpreter.optimizers import (
+    is_optimizer_step,
+    is_optimizer_zero_grad,
+    optimizer_step,
+    optimizer_zero_grad,
+)
 from thunder.interpreter.side_effects import SideEffects
 from thunder.interpreter.trace_time_effects import TraceTimeEffects
 from thunder.interpreter.vm import InterpreterError, InterpreterHooks, interpret
@@ -192,7 +197,15 @@ class TracingHooks(InterpreterHooks):
         self.input_tensors: dict[str, tuple[torch.Tensor, Source]] = {}
 
     def lookaside(self, fn: Any) -> Callable | None:
+        if is_optimizer_zero_grad(fn):
+            bound_to = getattr(fn, "__self__", None)
+            if bound_to is not None:
+                return functools.partial(optimizer_zero_grad, self, bound_to)
+            return functools.partial(optimizer_zero_grad, self)
         if is_optimizer_step(fn):  # SGD, Adam, AdamW: the update as trace operations (optimizers.py)
+            bound_to = getattr(fn, "__self__", None)  # a bound method is called without the optimizer
+            if bound_to is not None:
+                return functools.partial(optimizer_step, self, bound_to)
             return functools.partial(optimizer_step, self)
         replacement = torch_lookaside(fn)  # symbols, with their out=/inplace= forms; in-place torch ops
         if replacement is not None:

@@ -22,6 +22,8 @@ dict and its subclasses                 keys in order (by value, or by identity 
                                         kinds), then each value by its own kind
 ``functools.partial``                   type, then ``func``, ``args`` and ``keywords`` by kind
 bound method                            ``__func__`` by identity, ``__self__`` by kind
+bound C method, method-wrapper          type and ``__name__``, ``__self__`` by kind (a new object on
+(``f.__get__``, ``d.get``)              every read: identity would never hold)
 function, class, Python module,         identity (a function read from a Python module, such as
 ``nn.Module``, builtin function, code   ``torch.nn.functional.relu``, is taken as it is); what is read
 object                                  from a code object (``co_varnames``) needs no check: it is immutable
@@ -111,6 +113,14 @@ def _is_constant_value(value: Any) -> bool:
     return value_type is set or value_type is frozenset
 
 
+def _is_bound_builtin(value: Any) -> bool:
+    """A C method bound to an object (``f.__get__``, ``[].append``), not a module's builtin function."""
+    if type(value) not in (types.MethodWrapperType, types.BuiltinMethodType):
+        return False
+    bound_to = getattr(value, "__self__", None)
+    return bound_to is not None and not isinstance(bound_to, types.ModuleType)
+
+
 def _is_refused(value: Any) -> bool:
     if isinstance(value, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)):
         return True
@@ -198,6 +208,11 @@ class ValueGuards:
             return self._partial(value, source)
         if value_type is types.MethodType:
             self._identity(value.__func__, AttributeSource(source, "__func__"))
+            self.load(value.__self__, AttributeSource(source, "__self__"))
+            return value
+        if _is_bound_builtin(value):  # made anew on every read (``f.__get__``, ``d.get``): never by identity
+            self.builder.add_identity_guard(value_type, TypeSource(source))
+            self.builder.add_value_guard(value.__name__, AttributeSource(source, "__name__"))
             self.load(value.__self__, AttributeSource(source, "__self__"))
             return value
         if isinstance(value, IDENTITY_TYPES):

@@ -9,7 +9,9 @@ program (executors fuse and place it like the rest of the step).
 - Each parameter is fetched as ``optimizer.param_groups[i]['params'][j]`` (the same proxy as the
   module's parameter, with an alias check) and its gradient is what ``p.grad`` is in the program at
   this point (``inline_backward.read_grad``: the ``.grad`` the call found, plus an in-program backward).
-- The hyperparameters the update reads are checked by the prologue: a new value compiles a new entry.
+- The learning rate is an input of the program (a number the prologue fetches and checks by type), so
+  a scheduler changing it every step does not recompile; the other hyperparameters the update reads
+  are checked by the prologue: a new value compiles a new entry.
 - The state tensors (``optimizer.state[p]['exp_avg']``, ...) are inputs updated in place, as
   parameters are; on the first step, when the state is empty (checked by the prologue), the state is
   created in the program and the epilogue stores it into ``optimizer.state[p]``.
@@ -35,7 +37,7 @@ from thunder.core.sources import AttributeSource, ItemSource, KeysSource, Length
 from thunder.core.trace import get_tracectx
 from thunder.core.transforms.inline_backward import read_grad
 
-__all__ = ["is_optimizer_step", "optimizer_step"]
+__all__ = ["is_optimizer_step", "optimizer_step", "is_optimizer_zero_grad", "optimizer_zero_grad"]
 
 _SUPPORTED = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)
 _WAY_OUT = (
@@ -48,12 +50,55 @@ def is_optimizer_step(fn: Any) -> bool:
     """``optimizer.step`` of a torch.optim optimizer, bound or as the function a method call loads."""
     if isinstance(getattr(fn, "__self__", None), torch.optim.Optimizer):
         fn = fn.__func__
+    if getattr(fn, "_wrapped_by_lr_sched", False):  # an LR scheduler's wrapper, interpreted: it calls step
+        return False
     module = getattr(fn, "__module__", None)
     return (
         getattr(fn, "__name__", None) == "step"
         and isinstance(module, str)
         and module.startswith("torch.optim")
     )
+
+
+_ZERO_GRAD = torch.optim.Optimizer.zero_grad
+_ZERO_GRADS = {
+    _ZERO_GRAD,
+    getattr(_ZERO_GRAD, "__wrapped__", _ZERO_GRAD),
+}  # with and without @_disable_dynamo
+
+
+def is_optimizer_zero_grad(fn: Any) -> bool:
+    """torch.optim's ``Optimizer.zero_grad``, bound or as the function a method call loads."""
+    if isinstance(getattr(fn, "__self__", None), torch.optim.Optimizer):
+        fn = fn.__func__
+    return fn in _ZERO_GRADS
+
+
+def optimizer_zero_grad(hooks: Any, optimizer: Any, set_to_none: bool = True) -> None:
+    """``optimizer.zero_grad()`` while tracing: each parameter's ``.grad`` set to None, or zeroed in place.
+
+    Interpreted, it would load each param group through the prologue's guards, every value checked
+    (a scheduler's new ``lr`` recompiled every step), and run ``record_function``, whose lazy globals
+    are side effects of their own."""
+    source = hooks.source_of(optimizer)
+    if source is None:
+        raise NotImplementedError(
+            f"optimizer.zero_grad() inside thunder.jit on an optimizer made inside the call; {_WAY_OUT}"
+        )
+    step = _Step(hooks, optimizer, source)
+    groups = AttributeSource(source, "param_groups")
+    step.guard(len(optimizer.param_groups), LengthSource(groups))
+    for index, group in enumerate(optimizer.param_groups):
+        params_source = ItemSource(ItemSource(groups, index), "params")
+        step.guard(len(group["params"]), LengthSource(params_source))
+        for position, param in enumerate(group["params"]):
+            proxy = step.tensor(param, ItemSource(params_source, position), f"param{index}_{position}")
+            if set_to_none:
+                proxy.grad = None
+            else:
+                grad = proxy.grad
+                if grad is not None:
+                    grad.zero_()
 
 
 class _Step:
@@ -143,6 +188,11 @@ class _Hyperparameters:
     def __getitem__(self, key: str) -> Any:
         if key not in self._read:
             value = self._group[key]
+            if key == "lr" and type(value) is float:  # a scheduler changes it every step: an input
+                self._read[key] = self._step.hooks.builder.add_number(
+                    value, ItemSource(self._source, key), f"lr{len(self._step.params)}"
+                )
+                return self._read[key]
             if isinstance(value, tuple):  # betas
                 for position, item in enumerate(value):
                     self._step.guard(item, ItemSource(ItemSource(self._source, key), position))
