@@ -43,6 +43,22 @@ def _step_of(model: torch.nn.Module) -> Callable:
     return step
 
 
+def whole_step_of(
+    net: torch.nn.Module, optimizer: torch.optim.Optimizer, loss_of: Callable | None = None
+) -> Callable:
+    """The training step users write: forward, ``loss.backward()``, ``optimizer.step()``, ``zero_grad()``."""
+
+    def step(x: torch.Tensor, *targets: torch.Tensor) -> torch.Tensor:
+        output = net(x)
+        loss = loss_of(output, *targets) if loss_of is not None else output.square().mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss
+
+    return step
+
+
 def test_gradients_land_in_grad_and_accumulate_like_eager() -> None:
     model = _mlp()
     reference = copy.deepcopy(model)
@@ -305,17 +321,9 @@ def test_the_whole_training_step_in_one_program(optimizer_class: type, options: 
     optimizer = optimizer_class(model.parameters(), lr=0.05, **options)
     reference_optimizer = optimizer_class(reference.parameters(), lr=0.05, **options)
 
-    def step_of(net: torch.nn.Module, opt: torch.optim.Optimizer) -> Callable:
-        def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            loss = torch.nn.functional.mse_loss(net(x), y)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
-
-        return step
-
-    jitted, eager = thunder.jit(step_of(model, optimizer)), step_of(reference, reference_optimizer)
+    mse = torch.nn.functional.mse_loss
+    jitted = thunder.jit(whole_step_of(model, optimizer, mse))
+    eager = whole_step_of(reference, reference_optimizer, mse)
     for _ in range(5):
         x, y = torch.randn(3, 4), torch.randn(3, 2)
         torch.testing.assert_close(jitted(x, y), eager(x, y).detach())
@@ -345,17 +353,8 @@ def test_a_learning_rate_scheduler_does_not_recompile(optimizer_class: type) -> 
         for opt in (optimizer, reference_optimizer)
     ]
 
-    def step_of(net: torch.nn.Module, opt: torch.optim.Optimizer) -> Callable:
-        def step(x: torch.Tensor) -> torch.Tensor:
-            loss = net(x).square().mean()
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
-
-        return step
-
-    jitted, eager = thunder.jit(step_of(model, optimizer)), step_of(reference, reference_optimizer)
+    jitted = thunder.jit(whole_step_of(model, optimizer))
+    eager = whole_step_of(reference, reference_optimizer)
     for _ in range(5):
         x = torch.randn(3, 4)
         torch.testing.assert_close(jitted(x), eager(x))
@@ -373,15 +372,9 @@ def test_another_hyperparameter_compiles_a_new_entry() -> None:
     reference = copy.deepcopy(model)
     reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.5)
 
-    def step_of(net: torch.nn.Module, opt: torch.optim.Optimizer) -> Callable:
-        def step(x: torch.Tensor) -> None:
-            net(x).sum().backward()
-            opt.step()
-            opt.zero_grad()
-
-        return step
-
-    jitted, eager = thunder.jit(step_of(model, optimizer)), step_of(reference, reference_optimizer)
+    total = torch.sum
+    jitted = thunder.jit(whole_step_of(model, optimizer, total))
+    eager = whole_step_of(reference, reference_optimizer, total)
     for momentum in (0.5, 0.5, 0.9):
         for opt in (optimizer, reference_optimizer):
             opt.param_groups[0]["momentum"] = momentum

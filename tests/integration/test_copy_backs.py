@@ -11,6 +11,7 @@ import copy
 
 import pytest
 import torch
+from test_backward_inside_jit import whole_step_of
 
 import thunder
 from thunder.core.inplace import copy_symbol
@@ -69,14 +70,7 @@ def test_the_whole_step_writes_each_parameter_back_right_after_its_update() -> N
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
 
-    def step(x: torch.Tensor) -> torch.Tensor:
-        loss = model(x).square().mean()
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        return loss
-
-    jitted = thunder.jit(step)
+    jitted = thunder.jit(whole_step_of(model, optimizer))
     for _ in range(2):
         jitted(torch.randn(5, 4))
     execution = thunder.last_traces(jitted)[-1]
@@ -100,17 +94,8 @@ def test_each_update_runs_as_soon_as_its_gradient_exists() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
 
-    def step_of(net: torch.nn.Module, opt: torch.optim.Optimizer):
-        def step(x: torch.Tensor) -> torch.Tensor:
-            loss = net(x).square().mean()
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
-
-        return step
-
-    jitted, eager = thunder.jit(step_of(model, optimizer)), step_of(reference, reference_optimizer)
+    jitted = thunder.jit(whole_step_of(model, optimizer))
+    eager = whole_step_of(reference, reference_optimizer)
     for _ in range(3):
         x = torch.randn(5, 4)
         torch.testing.assert_close(jitted(x), eager(x))
