@@ -145,9 +145,6 @@ def is_view_symbol(symbol: Symbol) -> bool:
     return "view" in symbol.tags or (symbol.module == "ltorch" and symbol.name in EAGER_VIEWS)
 
 
-_is_view_symbol = is_view_symbol
-
-
 # torch operators that return views in eager; when thunder's decomposition of one is not a chain of
 # view prims (``unfold`` gathers), its result is an opaque view: recomputed when its base changes, and
 # writing into it is an error rather than a silently lost update.
@@ -274,7 +271,7 @@ class Mutations:
         symbol = bound_symbol.symbol
         if isinstance(output, TensorProxy) and any(output is p for p in resolved):
             position = next(i for i, p in enumerate(resolved) if p is output)
-            if symbol.id in ALIAS_SYMBOL_IDS or _is_view_symbol(symbol):
+            if symbol.id in ALIAS_SYMBOL_IDS or is_view_symbol(symbol):
                 return user[position] if len(user) == len(resolved) else output
             return self._copy_of(output)
         self._note_views(bound_symbol, user_arguments)
@@ -283,7 +280,7 @@ class Mutations:
     def _note_views(self, bound_symbol: BoundSymbol, user_arguments: tuple[tuple, dict]) -> None:
         resolved = [p for p in bound_symbol.proxy_args() if isinstance(p, TensorProxy)]
         user = _unique_tensor_proxies(user_arguments)
-        if len(resolved) != 1 or len(user) != 1 or not _is_view_symbol(bound_symbol.symbol):
+        if len(resolved) != 1 or len(user) != 1 or not is_view_symbol(bound_symbol.symbol):
             return
         source = self._alias(user[0])
         generation = self.roots[source.root].generation
@@ -343,7 +340,7 @@ def _check_input_mutation(trace: Trace, root: TensorProxy) -> None:
 def note_aliasing(trace: Trace, bound_symbol: BoundSymbol, user_arguments: tuple[tuple, dict]) -> Any:
     """Called by ``Symbol.__call__`` once a trace has mutations, or when a symbol returned an input."""
     symbol = bound_symbol.symbol
-    if trace.mutations is None and (symbol.id in ALIAS_SYMBOL_IDS or _is_view_symbol(symbol)):
+    if trace.mutations is None and (symbol.id in ALIAS_SYMBOL_IDS or is_view_symbol(symbol)):
         return bound_symbol.output  # the same proxy is the same tensor, as in eager: nothing to track
     return Mutations.of(trace).recorded(bound_symbol, user_arguments)
 
