@@ -139,6 +139,7 @@ def _systems(args: argparse.Namespace) -> tuple[str, ...]:
 
 # Kernel categories by name, first match wins (cuBLAS/cuDNN/flash/nvFuser/Triton/ATen kernel names).
 _KERNEL_CATEGORIES = (
+    ("communication", ("nccl",)),  # before "reduction": ncclDevKernel_ReduceScatter_...
     ("attention", ("flash", "fmha", "cudnn", "attention", "sdpa")),
     ("matmul", ("gemm", "cutlass", "xmma", "nvjet", "cublas", "matmul")),
     ("optimizer", ("multi_tensor", "fused_adam", "adamw", "_foreach")),
