@@ -35,8 +35,8 @@ import torch
 import torch.distributed as torch_dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import kernel_categories  # noqa: E402
 from llama import LLAMA_SIZES, Llama  # noqa: E402
+from run import kernel_categories  # noqa: E402
 from training import GPT, GPT_SIZES, Result, _make_step, _timed_steps  # noqa: E402
 
 import thunder  # noqa: E402
@@ -112,7 +112,18 @@ def bench_system(system: str, size: dict, args: argparse.Namespace) -> Result:
     result = _timed_steps(step, args.device, args.warmup, args.steps)
     if system in args.profile.split(","):
         profile_steps(system, step, args)
+        if system.startswith("thunder") and torch_dist.get_rank() == 0:
+            _save_traces(system, runner, args.profile_dir)
     return result
+
+
+def _save_traces(system: str, runner: torch.nn.Module, directory: str) -> None:
+    """The forward and backward execution traces thunder ran, for reading next to the profile."""
+    jitted = runner.module if isinstance(runner, torch.nn.parallel.DistributedDataParallel) else runner
+    with open(os.path.join(directory, f"traces_{system}.py"), "w") as f:
+        f.write(
+            f"# forward\n{thunder.last_traces(jitted)[-1]}\n\n# backward\n{thunder.last_backward_traces(jitted)[-1]}\n"
+        )
 
 
 def profile_steps(system: str, step: Callable[[], None], args: argparse.Namespace, steps: int = 3) -> None:
@@ -223,7 +234,9 @@ def print_table(rows: list[tuple[str, Result | str]], size: dict, args: argparse
         f"{torch_dist.get_backend()}, torch {torch.__version__}, {args.dtype}, batch {size['batch']} x seq "
         f"{size['seq']} per GPU, warm-up {args.warmup}, timed {args.steps}"
     )
-    single = {system.split("-")[0]: r for system, r in rows if system.endswith("-single") and not isinstance(r, str)}
+    single = {
+        system.split("-")[0]: r for system, r in rows if system.endswith("-single") and not isinstance(r, str)
+    }
     print("| system | ms/step | tokens/s (all GPUs) | peak GiB per GPU | first steps (s) | scaling |")
     print("|---|---|---|---|---|---|")
     for system, result in rows:
@@ -233,7 +246,11 @@ def print_table(rows: list[tuple[str, Result | str]], size: dict, args: argparse
         peak = f"{result.peak_gib:.2f}" if result.peak_gib is not None else "-"
         tokens_per_s = tokens / (result.ms_per_step / 1000)
         alone = single.get(system.split("-")[0] if "+" not in system else "thunder")
-        scaling = f"{alone.ms_per_step / result.ms_per_step:.2f}" if alone and not system.endswith("-single") else ""
+        scaling = (
+            f"{alone.ms_per_step / result.ms_per_step:.2f}"
+            if alone and not system.endswith("-single")
+            else ""
+        )
         print(
             f"| {system} | {result.ms_per_step:.1f} | {tokens_per_s:,.0f} | {peak} | {result.warmup_s:.1f} | {scaling} |"
         )
@@ -246,7 +263,9 @@ def main() -> None:
     parser.add_argument(
         "--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cuda", "cpu"]
     )
-    parser.add_argument("--workload", default="gpt", choices=sorted(MODELS), help="GPT-2 124M or the 4-layer Llama")
+    parser.add_argument(
+        "--workload", default="gpt", choices=sorted(MODELS), help="GPT-2 124M or the 4-layer Llama"
+    )
     parser.add_argument("--tiny", action="store_true", help="the workload's tiny size (for a CPU check)")
     parser.add_argument(
         "--dtype", default=None, choices=["float32", "bfloat16"], help="default: bf16 on cuda"

@@ -13,22 +13,46 @@ fixes (``world_size``, checked when the collective runs). ``op="mean"`` divides 
 
 A collective may reuse its input's memory for its result (torch.distributed works in place), so
 transforms only pass it tensors that nothing else reads: a freshly packed bucket, a shard's copy.
+
+Buckets are packed and unpacked by four symbols, each one call of the executor however many
+tensors the bucket holds (the per-tensor reshapes, slices and pads they replace cost more host
+time than their kernels; ``buckets.py`` gives the layouts):
+
+- ``dist.pack(tensors)``: flattened and concatenated, a new tensor;
+- ``dist.unpack(flat, shapes)``: consecutive pieces of ``flat``, viewed in ``shapes`` (no copy);
+- ``dist.pack_shards(tensors, world_size, shard_shapes)``: each tensor zero-padded to
+  ``world_size`` shards along dim 0, laid out rank by rank, as ``reduce_scatter`` deals them out;
+- ``dist.unpack_shards(flat, world_size, shard_shapes, shapes)``: the inverse, after
+  ``all_gather`` of packed shards: whole tensors (one copy kernel, padding rows dropped).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
 
-__all__ = ["all_reduce", "all_gather", "reduce_scatter", "wait", "REDUCE_OPS", "COLLECTIVES"]
+__all__ = [
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "wait",
+    "pack",
+    "unpack",
+    "pack_shards",
+    "unpack_shards",
+    "REDUCE_OPS",
+    "COLLECTIVES",
+    "PACKING",
+]
 
 REDUCE_OPS = ("sum", "mean")
 
 
-def _collective(name: str, meta: Callable) -> Symbol:
-    return Symbol(name=name, id=f"dist.{name}", meta=meta, module="dist", tags=frozenset({"collective"}))
+def _dist_symbol(name: str, meta: Callable, tag: str = "collective") -> Symbol:
+    return Symbol(name=name, id=f"dist.{name}", meta=meta, module="dist", tags=frozenset({tag}))
 
 
 def _check(a: TensorProxy, op: str, world_size: int) -> None:
@@ -62,9 +86,72 @@ def _wait_meta(pending: TensorProxy) -> TensorProxy:
     return TensorProxy(shape=pending.shape, dtype=pending.dtype, device=pending.device)
 
 
-all_reduce = _collective("all_reduce", _all_reduce_meta)
-all_gather = _collective("all_gather", _all_gather_meta)
-reduce_scatter = _collective("reduce_scatter", _reduce_scatter_meta)
-wait = _collective("wait", _wait_meta)
+all_reduce = _dist_symbol("all_reduce", _all_reduce_meta)
+all_gather = _dist_symbol("all_gather", _all_gather_meta)
+reduce_scatter = _dist_symbol("reduce_scatter", _reduce_scatter_meta)
+wait = _dist_symbol("wait", _wait_meta)
 
 COLLECTIVES = (all_reduce, all_gather, reduce_scatter, wait)
+
+
+def _like(a: TensorProxy, shape: Sequence[int]) -> TensorProxy:
+    return TensorProxy(shape=tuple(shape), dtype=a.dtype, device=a.device)
+
+
+def _one_kind(tensors: Sequence[TensorProxy]) -> TensorProxy:
+    if not tensors:
+        raise ValueError("a bucket needs at least one tensor")
+    first = tensors[0]
+    for t in tensors[1:]:
+        if (t.dtype, t.device) != (first.dtype, first.device):
+            raise ValueError(
+                f"a bucket holds one dtype on one device: {t.dtype} on {t.device} after "
+                f"{first.dtype} on {first.device}"
+            )
+    return first
+
+
+def _pack_meta(tensors: Sequence[TensorProxy]) -> TensorProxy:
+    return _like(_one_kind(tensors), (sum(t.numel() for t in tensors),))
+
+
+def _unpack_meta(flat: TensorProxy, shapes: Sequence[Sequence[int]]) -> tuple[TensorProxy, ...]:
+    if flat.ndim != 1 or flat.numel() != sum(math.prod(s) for s in shapes):
+        raise ValueError(f"dist.unpack needs a 1-D tensor of the shapes' total size, got shape {flat.shape}")
+    return tuple(_like(flat, shape) for shape in shapes)
+
+
+def _padded_rows(shard_shape: Sequence[int], world_size: int) -> int:
+    return shard_shape[0] * world_size
+
+
+def _pack_shards_meta(
+    tensors: Sequence[TensorProxy], world_size: int, shard_shapes: Sequence[Sequence[int]]
+) -> TensorProxy:
+    first = _one_kind(tensors)
+    for t, shard_shape in zip(tensors, shard_shapes, strict=True):
+        if (
+            t.ndim == 0
+            or tuple(t.shape[1:]) != tuple(shard_shape[1:])
+            or t.shape[0] > _padded_rows(shard_shape, world_size)
+        ):
+            raise ValueError(f"a tensor of shape {t.shape} has no {world_size} shards of shape {shard_shape}")
+    return _like(first, (world_size * sum(math.prod(s) for s in shard_shapes),))
+
+
+def _unpack_shards_meta(
+    flat: TensorProxy, world_size: int, shard_shapes: Sequence[Sequence[int]], shapes: Sequence[Sequence[int]]
+) -> tuple[TensorProxy, ...]:
+    if flat.ndim != 1 or flat.numel() != world_size * sum(math.prod(s) for s in shard_shapes):
+        raise ValueError(
+            f"dist.unpack_shards needs the gathered shards as one 1-D tensor, got shape {flat.shape}"
+        )
+    return tuple(_like(flat, shape) for shape in shapes)
+
+
+pack = _dist_symbol("pack", _pack_meta, "bucket")
+unpack = _dist_symbol("unpack", _unpack_meta, "bucket")
+pack_shards = _dist_symbol("pack_shards", _pack_shards_meta, "bucket")
+unpack_shards = _dist_symbol("unpack_shards", _unpack_shards_meta, "bucket")
+
+PACKING = (pack, unpack, pack_shards, unpack_shards)

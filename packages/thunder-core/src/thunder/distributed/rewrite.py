@@ -22,8 +22,6 @@ __all__ = [
     "Inserter",
     "record",
     "gather_full",
-    "flatten",
-    "unflatten",
 ]
 
 
@@ -94,15 +92,6 @@ class Inserter:
                 for emit in self._after.get(index, []):
                     emit()
         return self.trace
-
-
-def flatten(a: TensorProxy) -> TensorProxy:
-    return prims.reshape(a, (a.numel(),))
-
-
-def unflatten(flat: TensorProxy, offset: int, like: TensorProxy, output: TensorProxy | None = None) -> Any:
-    piece = prims.slice_prim(flat, [offset], [offset + like.numel()], [1])
-    return record(prims.reshape, piece, tuple(like.shape), output=output)
 
 
 def gather_full(pending: Any, full: TensorProxy, gathered_rows: int) -> None:

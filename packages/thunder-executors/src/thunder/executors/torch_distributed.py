@@ -8,6 +8,8 @@ collective and its wait overlaps the communication.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +19,18 @@ import torch.distributed as torch_dist
 from thunder.core.executor import OperatorExecutor
 from thunder.distributed import prims as dist
 
-__all__ = ["Pending", "all_reduce", "all_gather", "reduce_scatter", "wait", "register_distributed"]
+__all__ = [
+    "Pending",
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "wait",
+    "pack",
+    "unpack",
+    "pack_shards",
+    "unpack_shards",
+    "register_distributed",
+]
 
 
 # newer torch renames these (and warns about the old names); the GPU machine's torch has the old ones
@@ -77,13 +90,55 @@ def wait(pending: Pending) -> torch.Tensor:
     return pending.result
 
 
+def pack(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([t.reshape(-1) for t in tensors])
+
+
+def unpack(flat: torch.Tensor, shapes: Sequence[Sequence[int]]) -> tuple[torch.Tensor, ...]:
+    pieces = flat.split([math.prod(shape) for shape in shapes])
+    return tuple(piece.view(shape) for piece, shape in zip(pieces, shapes))
+
+
+def pack_shards(
+    tensors: Sequence[torch.Tensor], world_size: int, shard_shapes: Sequence[Sequence[int]]
+) -> torch.Tensor:
+    """One ``cat`` kernel (plus a pad for each tensor whose dim 0 is not a multiple of the world)."""
+    blocks = []
+    for t, shard_shape in zip(tensors, shard_shapes):
+        missing = shard_shape[0] * world_size - t.shape[0]
+        if missing:
+            t = torch.nn.functional.pad(t, (0, 0) * (t.ndim - 1) + (0, missing))
+        blocks.append(t.reshape(world_size, -1))
+    return torch.cat(blocks, dim=1).view(-1)
+
+
+def unpack_shards(
+    flat: torch.Tensor,
+    world_size: int,
+    shard_shapes: Sequence[Sequence[int]],
+    shapes: Sequence[Sequence[int]],
+) -> tuple[torch.Tensor, ...]:
+    """One ``split_with_sizes_copy`` kernel gathers each tensor's rows from every rank's block."""
+    sizes = [math.prod(shape) for shape in shard_shapes]
+    outs = [flat.new_empty((world_size, size)) for size in sizes]
+    torch.split_with_sizes_copy(flat.view(world_size, -1), sizes, dim=1, out=outs)
+    return tuple(
+        out.view(world_size * shard[0], *shard[1:])[: shape[0]]
+        for out, shard, shape in zip(outs, shard_shapes, shapes)
+    )
+
+
 def register_distributed(executor: OperatorExecutor) -> None:
-    """Claim the collective symbols for ``executor`` (the torch executor)."""
+    """Claim the collective and bucket-packing symbols for ``executor`` (the torch executor)."""
     for symbol, fn in (
         (dist.all_reduce, all_reduce),
         (dist.all_gather, all_gather),
         (dist.reduce_scatter, reduce_scatter),
         (dist.wait, wait),
+        (dist.pack, pack),
+        (dist.unpack, unpack),
+        (dist.pack_shards, pack_shards),
+        (dist.unpack_shards, unpack_shards),
     ):
         operator = executor.register_operator(fn.__name__, fn=fn, like=symbol)
         executor.register_implementation(symbol, operator)
