@@ -51,10 +51,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _launch(out_dir: Path) -> list[str]:
+def _launch(out_dir: Path, device: str = "cpu") -> list[str]:
     """Run the workers; returns their logs. Kills both if either takes longer than TIMEOUT_S."""
     port = _free_port()
-    env = {**os.environ, "WORLD_SIZE": str(WORLD_SIZE), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "WORLD_SIZE": str(WORLD_SIZE), "OMP_NUM_THREADS": "1", "DEVICE": device}
     processes, logs = [], []
     for rank in range(WORLD_SIZE):
         log = open(out_dir / f"log{rank}.txt", "w")  # noqa: SIM115 -- closed once the process ends
@@ -80,7 +80,21 @@ def _launch(out_dir: Path) -> list[str]:
 
 
 def test_data_parallel_matches_single_process_training(tmp_path: Path) -> None:
-    logs = _launch(tmp_path)
+    _check_scenarios(tmp_path, "cpu")
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.device_count() < WORLD_SIZE,
+    reason=f"needs {WORLD_SIZE} GPUs",
+)
+@pytest.mark.skipif(not torch.distributed.is_nccl_available(), reason="needs NCCL")
+def test_data_parallel_on_gpus_matches_single_process_training(tmp_path: Path) -> None:
+    """The same scenarios on one GPU per process over NCCL, with nvFuser claiming what it fuses."""
+    _check_scenarios(tmp_path, "cuda")
+
+
+def _check_scenarios(tmp_path: Path, device: str) -> None:
+    logs = _launch(tmp_path, device)
     failures = []
     for rank in range(WORLD_SIZE):
         path = tmp_path / f"rank{rank}.json"
