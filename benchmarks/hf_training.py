@@ -8,8 +8,10 @@ Workloads (transformers models built from configs, random bf16 weights and token
 A step is ``model(input_ids=ids, labels=ids).loss.backward()`` then fused AdamW, as users train.
 Systems: ``eager``, ``liger`` (eager with Liger-Kernel's Triton RMSNorm, rotary, SwiGLU and fused
 linear cross-entropy, applied last: it patches transformers' classes), ``torch.compile``,
-``thunder`` (default executors) and ``thunder-torch`` (``executors=["torch"]``). Columns as in
-``run.py``; the first steps (``--warmup``) include each system's compile.
+``thunder`` (default executors), ``thunder-torch`` (``executors=["torch"]``) and ``thunder-step``
+(``thunder.jit`` of the whole step, ``run.train_step``: the optimizer's update inside the program,
+the same fused AdamW). Columns as in ``run.py``; the first steps (``--warmup``) include each
+system's compile.
 
     python benchmarks/hf_training.py                              # both workloads, all systems
     python benchmarks/hf_training.py --workloads llama --systems eager,thunder --profile
@@ -25,11 +27,11 @@ from collections.abc import Callable
 
 import torch
 import transformers
-from run import KERNEL_PROFILES, Row, _print_table, _profile, _time, print_kernel_categories
+from run import KERNEL_PROFILES, Row, _print_table, _profile, _time, print_kernel_categories, train_step
 
 import thunder
 
-SYSTEMS = ("eager", "torch.compile", "thunder", "thunder-torch", "liger")
+SYSTEMS = ("eager", "torch.compile", "thunder", "thunder-torch", "thunder-step", "liger")
 SHAPES = {
     "full": dict(layers=22, d=2048, heads=32, kv_heads=4, mlp=5632, vocab=32000, batch=4, seq=2048),
     "tiny": dict(layers=2, d=64, heads=4, kv_heads=2, mlp=128, vocab=256, batch=2, seq=32),
@@ -64,6 +66,17 @@ def _apply_liger(workload: str, model: torch.nn.Module) -> None:
     )
 
 
+def _step_of(
+    system: str, workload: str, model: torch.nn.Module, optimizer: torch.optim.Optimizer
+) -> Callable:
+    """``system``'s training step on token ids: ``thunder-step`` jits the whole step, optimizer included;
+    the other systems compile the model (``_runner``) and step the optimizer outside."""
+    if system == "thunder-step":
+        return thunder.jit(train_step(lambda ids: model(input_ids=ids, labels=ids).loss, optimizer))
+    run = _runner(system, workload, model)
+    return train_step(lambda ids: run(input_ids=ids, labels=ids).loss, optimizer)
+
+
 def _runner(system: str, workload: str, model: torch.nn.Module) -> Callable:
     if system in ("eager", "liger"):
         if system == "liger":
@@ -86,15 +99,13 @@ def rows_of(workload: str, shape: dict, args: argparse.Namespace) -> list[Row]:
         flops_per_token = 6 * parameters + 12 * shape["layers"] * shape["seq"] * shape["d"]
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=args.device == "cuda")
         try:
-            run = _runner(system, workload, model)
+            run = _step_of(system, workload, model, optimizer)
         except ImportError as error:
             print(f"{workload} {system}: skipped ({error})")
             continue
 
-        def step(run: Callable = run, optimizer: torch.optim.Optimizer = optimizer) -> None:
-            optimizer.zero_grad(set_to_none=True)
-            run(input_ids=ids, labels=ids).loss.backward()
-            optimizer.step()
+        def step(run: Callable = run) -> None:
+            run(ids)
 
         try:
             ms, first_s, peak = _time(step, args.device, args.warmup, args.steps)

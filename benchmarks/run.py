@@ -6,6 +6,11 @@ Workloads (../shared/BENCHMARKS.md; models written in this folder, random data, 
 - ``mlp-eval``: the MNIST tutorial's MLP, batch 8, eval forward under ``no_grad`` (per call); on
   CUDA also ``thunder+graphs``, i.e. ``thunder.jit(model, cuda_graphs=True)``.
 
+Systems (``--systems``): ``eager``, ``torch.compile`` and ``thunder`` compile the model (forward and
+backward) and step the optimizer outside; ``thunder-step`` (training workloads) is ``thunder.jit`` of
+the whole step (``train_step``: zero_grad, forward, ``loss.backward()``, ``optimizer.step()``), one
+program with the optimizer's update inside, with the same optimizer.
+
 Per system: ms per step (mean of timed steps after warm-up, CUDA events), tokens/s, achieved
 TFLOP/s (6 x parameters + 12 x layers x sequence x width per token), peak memory, the wall time
 of the warm-up steps (first call: trace + compile + steps), and thunder's ratios to eager and to
@@ -17,6 +22,7 @@ nvFuser, Triton, optimizer, ATen elementwise/reduction/copy) side by side.
     python benchmarks/run.py                                 # all three, on CUDA, bf16
     python benchmarks/run.py --workloads gpt --executors nvfuser,torch
     python benchmarks/run.py --device cpu --size tiny        # a smoke run on a CPU
+    python benchmarks/run.py --workloads gpt,llama --systems eager,thunder,thunder-step
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import thunder
 from llama import LLAMA_SIZES, Llama
 from training import GPT, GPT_SIZES, mnist_mlp
 
-SYSTEMS = ("eager", "torch.compile", "thunder")
+SYSTEMS = ("eager", "torch.compile", "thunder", "thunder-step")
 
 
 @dataclass
@@ -83,8 +89,37 @@ def _runner(system: str, net: torch.nn.Module, args: argparse.Namespace) -> Call
         return net
     if system == "torch.compile":
         return torch.compile(net)
-    executors = args.executors.split(",") if args.executors else None
-    return thunder.jit(net, executors=executors, cuda_graphs=system == "thunder+graphs")
+    return thunder.jit(net, executors=_executors(args), cuda_graphs=system == "thunder+graphs")
+
+
+def _executors(args: argparse.Namespace) -> list[str] | None:
+    return args.executors.split(",") if args.executors else None
+
+
+def train_step(
+    forward: Callable[..., torch.Tensor], optimizer: torch.optim.Optimizer
+) -> Callable[..., torch.Tensor]:
+    """The training step users write: ``zero_grad``, the loss ``forward(*inputs)``, ``loss.backward()``,
+    ``optimizer.step()``; returns the loss."""
+
+    def step(*inputs: torch.Tensor) -> torch.Tensor:
+        optimizer.zero_grad(set_to_none=True)
+        loss = forward(*inputs)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+def _step_of(
+    system: str, net: torch.nn.Module, optimizer: torch.optim.Optimizer, args: argparse.Namespace
+) -> Callable:
+    """``system``'s training step of ``net`` (which returns the loss): ``thunder-step`` jits the whole step,
+    optimizer included; the other systems compile ``net`` (``_runner``) and step the optimizer outside."""
+    if system == "thunder-step":
+        return thunder.jit(train_step(net, optimizer), executors=_executors(args))
+    return train_step(_runner(system, net, args), optimizer)
 
 
 def _training_rows(name: str, model: torch.nn.Module, shape: dict, args: argparse.Namespace) -> list[Row]:
@@ -98,17 +133,15 @@ def _training_rows(name: str, model: torch.nn.Module, shape: dict, args: argpars
         torch.manual_seed(0)
         net = copy.deepcopy(model)
         optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=args.device == "cuda")
-        run = _runner(system, net, args)
+        run = _step_of(system, net, optimizer, args)
 
-        def step(run: Callable = run, optimizer: torch.optim.Optimizer = optimizer) -> None:
-            optimizer.zero_grad(set_to_none=True)
-            run(idx, targets).backward()
-            optimizer.step()
+        def step(run: Callable = run) -> None:
+            run(idx, targets)
 
         ms, first_s, peak = _time(step, args.device, args.warmup, args.steps)
         tokens_per_s = batch * seq / (ms / 1000)
         rows.append(Row(name, system, ms, first_s, peak, tokens_per_s, flops_per_token * tokens_per_s / 1e12))
-        if args.profile and system in ("thunder", "torch.compile"):
+        if args.profile and system in ("thunder", "thunder-step", "torch.compile"):
             _profile(f"{name}_{system}", step, args, key=(name, system))
         del net, optimizer, run, step
     return rows
@@ -120,7 +153,8 @@ def _mlp_eval_rows(args: argparse.Namespace) -> list[Row]:
     x = torch.rand(8, 784, device=args.device, dtype=dtype)
     rows = []
     graphs = ("thunder+graphs",) if args.device == "cuda" else ()  # thunder.jit(..., cuda_graphs=True)
-    for system in (*_systems(args), *graphs):
+    systems = [s for s in _systems(args) if s != "thunder-step"]  # an eval forward has no training step
+    for system in (*systems, *graphs):
         run = _runner(system, model, args)
 
         def call(run: Callable = run) -> None:
@@ -134,7 +168,8 @@ def _mlp_eval_rows(args: argparse.Namespace) -> list[Row]:
 
 
 def _systems(args: argparse.Namespace) -> tuple[str, ...]:
-    return tuple(s for s in SYSTEMS if not (s == "torch.compile" and args.skip_compile))
+    chosen = args.systems.split(",")
+    return tuple(s for s in SYSTEMS if s in chosen and not (s == "torch.compile" and args.skip_compile))
 
 
 # Kernel categories by name, first match wins (cuBLAS/cuDNN/flash/nvFuser/Triton/ATen kernel names).
@@ -244,6 +279,7 @@ def main() -> None:
     parser.add_argument("--size", choices=["full", "tiny"], default=None, help="default: full on CUDA, tiny on CPU")
     parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
     parser.add_argument("--workloads", default="gpt,llama,mlp-eval")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, of {', '.join(SYSTEMS)}")
     parser.add_argument("--executors", default="", help="thunder's executors, comma-separated (default: thunder's)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
@@ -251,6 +287,9 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--profile-dir", default=os.environ.get("OUT", "."))
     args = parser.parse_args()
+    unknown = set(args.systems.split(",")) - set(SYSTEMS)
+    if unknown:
+        raise SystemExit(f"unknown systems {sorted(unknown)}; known: {', '.join(SYSTEMS)}")
     torch.backends.cuda.matmul.allow_tf32 = True
     full = (args.size or ("full" if args.device == "cuda" else "tiny")) == "full"
     dtype = getattr(torch, args.dtype)

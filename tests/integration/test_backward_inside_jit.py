@@ -8,10 +8,14 @@ after the jitted function, the parameters.
 from __future__ import annotations
 
 import copy
+import importlib.util
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
+from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
 
 import thunder
 
@@ -298,6 +302,12 @@ def test_foreach_functions_run_per_tensor() -> None:
         torch.testing.assert_close(actual, expected)
 
 
+_BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+_NEEDS_CUDA = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+_FUSED_ON_CPU = pytest.mark.skipif(
+    "cpu" not in _get_fused_kernels_supported_devices(),
+    reason="this torch has no fused Adam kernel for the CPU",
+)
 _OPTIMIZERS = [
     (torch.optim.SGD, {}),
     (torch.optim.SGD, {"momentum": 0.9, "weight_decay": 0.01}),
@@ -306,6 +316,10 @@ _OPTIMIZERS = [
     (torch.optim.AdamW, {}),
     (torch.optim.AdamW, {"betas": (0.8, 0.95), "eps": 1e-6, "weight_decay": 0.1}),
     (torch.optim.AdamW, {"foreach": True}),  # the path thunder takes does not depend on it
+    (torch.optim.Adam, {"foreach": True, "weight_decay": 0.01}),
+    # torch's fused kernel: the same update recorded with single-tensor operations (executors fuse them)
+    pytest.param(torch.optim.AdamW, {"fused": True, "weight_decay": 0.1}, marks=_FUSED_ON_CPU),
+    pytest.param(torch.optim.Adam, {"fused": True}, marks=_FUSED_ON_CPU),
 ]
 
 
@@ -316,6 +330,18 @@ def test_the_whole_training_step_in_one_program(optimizer_class: type, options: 
     """forward, loss.backward(), optimizer.step(), optimizer.zero_grad(): parameters, optimizer state and
     .grad as eager's, step for step; the first step (empty state) and the next ones are two entries
     (one for plain SGD, which keeps no state)."""
+    jitted, _ = _train_like_eager(optimizer_class, options)
+    stateless = optimizer_class is torch.optim.SGD and not options.get("momentum")
+    assert thunder.cache_misses(jitted) == (1 if stateless else 2)
+    execution = str(thunder.last_traces(jitted)[-1])
+    assert "inplace.copy_(" in execution  # parameters and state updated in place by the program
+
+
+def _train_like_eager(
+    optimizer_class: type, options: dict, steps: int = 5
+) -> tuple[Callable, torch.optim.Optimizer]:
+    """The whole step jitted and eager side by side: after each step, the loss, parameters, .grad and every
+    state tensor (value, device and dtype) equal eager's. Returns the jitted step and its optimizer."""
     model = _mlp()
     reference = copy.deepcopy(model)
     optimizer = optimizer_class(model.parameters(), lr=0.05, **options)
@@ -324,7 +350,7 @@ def test_the_whole_training_step_in_one_program(optimizer_class: type, options: 
     mse = torch.nn.functional.mse_loss
     jitted = thunder.jit(whole_step_of(model, optimizer, mse))
     eager = whole_step_of(reference, reference_optimizer, mse)
-    for _ in range(5):
+    for _ in range(steps):
         x, y = torch.randn(3, 4), torch.randn(3, 2)
         torch.testing.assert_close(jitted(x, y), eager(x, y).detach())
         for p, q in zip(model.parameters(), reference.parameters()):
@@ -333,12 +359,84 @@ def test_the_whole_training_step_in_one_program(optimizer_class: type, options: 
         for p, q in zip(model.parameters(), reference.parameters()):
             state, expected_state = optimizer.state[p], reference_optimizer.state[q]
             assert state.keys() == expected_state.keys()
-            for key in state:
+            for key in state:  # assert_close checks devices and dtypes too
                 torch.testing.assert_close(state[key], expected_state[key])
-    stateless = optimizer_class is torch.optim.SGD and not options.get("momentum")
-    assert thunder.cache_misses(jitted) == (1 if stateless else 2)
-    execution = str(thunder.last_traces(jitted)[-1])
-    assert "inplace.copy_(" in execution  # parameters and state updated in place by the program
+    return jitted, optimizer
+
+
+@pytest.mark.parametrize("options", [{}, pytest.param({"fused": True}, marks=_FUSED_ON_CPU)], ids=str)
+def test_adam_step_count_has_eagers_dtype_under_a_float64_default(options: dict) -> None:
+    """torch keeps the step count in its default scalar dtype (float64 under a float64 default), but in
+    float32 for the fused kernel."""
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        _, optimizer = _train_like_eager(torch.optim.AdamW, options, steps=2)
+    finally:
+        torch.set_default_dtype(default)
+    step = next(iter(optimizer.state.values()))["step"]
+    assert step.dtype == (torch.float32 if options else torch.float64)
+
+
+def _benchmark_gpt(monkeypatch: pytest.MonkeyPatch) -> tuple[type, dict]:
+    """benchmarks/training.py's GPT (its head tied to the embedding) and its tiny shape."""
+    spec = importlib.util.spec_from_file_location("_benchmark_training", _BENCHMARKS / "training.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module.GPT, dict(module.GPT_SIZES["tiny"])
+
+
+@pytest.mark.parametrize(
+    "fused", [False, pytest.param(True, marks=_FUSED_ON_CPU)], ids=["single-tensor", "fused"]
+)
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=_NEEDS_CUDA)])
+def test_the_benchmark_gpt_whole_step_trains_like_eager(
+    device: str, fused: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """benchmarks/run.py's thunder-step: zero_grad, the GPT's loss, backward and AdamW (fused on CUDA
+    there) in one program; loss, .grad, state and parameters as eager's after each step.
+
+    The key bias (the middle third of c_attn.bias) has a gradient of exactly 0 in exact arithmetic
+    (softmax ignores it), ~1e-9 of rounding noise in practice, which Adam divides by its own RMS: its
+    update is noise of up to lr in either program, so it is compared within lr per step."""
+    gpt, shape = _benchmark_gpt(monkeypatch)
+    batch, lr, steps = shape.pop("batch"), 1e-3, 4
+    torch.manual_seed(0)
+    model = gpt(**shape).to(device)
+    reference = copy.deepcopy(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=fused)
+    reference_optimizer = torch.optim.AdamW(reference.parameters(), lr=lr, fused=fused)
+
+    def step_of(net: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Callable:
+        def step(idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+            optimizer.zero_grad(set_to_none=True)
+            loss = net(idx, targets)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        return step
+
+    jitted, eager = thunder.jit(step_of(model, optimizer)), step_of(reference, reference_optimizer)
+    d = shape["d"]
+    close = dict(atol=1e-5, rtol=1e-4)
+    for _ in range(steps):
+        idx = torch.randint(0, shape["vocab"], (batch, shape["seq"]), device=device)
+        targets = torch.randint(0, shape["vocab"], (batch, shape["seq"]), device=device)
+        torch.testing.assert_close(jitted(idx, targets), eager(idx, targets).detach())
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, **close, msg=name)
+            for key, expected in reference_optimizer.state[q].items():  # devices and dtypes too
+                torch.testing.assert_close(optimizer.state[p][key], expected, **close, msg=f"{name} {key}")
+            if name.endswith("c_attn.bias"):
+                torch.testing.assert_close(p[d : 2 * d], q[d : 2 * d], atol=lr * steps, rtol=0)
+                p, q = torch.cat((p[:d], p[2 * d :])), torch.cat((q[:d], q[2 * d :]))
+            torch.testing.assert_close(p, q, **close, msg=name)
+    assert thunder.cache_misses(jitted) == 2  # the first step (no state), the next ones
+    step_count = optimizer.state[model.head.weight]["step"]
+    assert step_count.device == (model.head.weight.device if fused else torch.device("cpu"))
 
 
 @pytest.mark.parametrize("optimizer_class", [torch.optim.SGD, torch.optim.AdamW])
@@ -406,11 +504,17 @@ def test_optimizer_zero_grad_inside_clears_grads_on_every_call() -> None:
         torch.testing.assert_close(model.weight.grad, torch.full((1, 2), 3.0))
 
 
+def _scaled(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+    optimizer.grad_scale = torch.tensor(1024.0)  # what GradScaler.step sets around optimizer.step()
+    return optimizer
+
+
 @pytest.mark.parametrize(
     ("make", "named"),
     [
         (lambda params: torch.optim.RMSprop(params, lr=0.1), "RMSprop"),
         (lambda params: torch.optim.AdamW(params, lr=0.1, amsgrad=True), "amsgrad"),
+        (lambda params: _scaled(torch.optim.AdamW(params, lr=0.1)), "GradScaler"),
     ],
 )
 def test_an_unsupported_optimizer_step_inside_is_refused(make: Callable, named: str) -> None:

@@ -17,9 +17,15 @@ program (executors fuse and place it like the rest of the step).
   created in the program and the epilogue stores it into ``optimizer.state[p]``.
 - Adam's bias corrections are computed from the ``step`` tensor in float64, which matches the Python
   floats eager computes them in (eager reads ``step`` with ``.item()``, which a trace cannot).
+- ``foreach`` and ``fused`` choose among torch's kernels for the same update; the program records the
+  single-tensor operations for each, and thunder's executors fuse them instead of torch's multi-tensor
+  or fused kernels (results equal eager's within rounding: torch's fused kernel rounds once per
+  element, the recorded operations once per operation an executor does not fuse). The state is
+  created where eager creates it: Adam's ``step`` on the parameter's device in float32 when fused,
+  else on the CPU in torch's default scalar dtype (float64 under a float64 default dtype).
 
 Anything else (another optimizer class, hooks, a closure, ``amsgrad``, ``capturable``,
-``differentiable``, complex parameters) raises ``NotImplementedError`` naming it.
+``differentiable``, complex parameters, a ``GradScaler``'s scale) raises ``NotImplementedError`` naming it.
 """
 
 from __future__ import annotations
@@ -165,6 +171,8 @@ def _refusal(optimizer: Any, closure: Any) -> str | None:
         return "a closure"
     if _optimizer_module._global_optimizer_pre_hooks or _optimizer_module._global_optimizer_post_hooks:
         return "a global optimizer hook"
+    if any(getattr(optimizer, name, None) is not None for name in ("grad_scale", "found_inf")):
+        return "a GradScaler's grad_scale or found_inf (scaler.step(optimizer))"  # read by the fused kernel
     for group in optimizer.param_groups:
         for flag in ("amsgrad", "capturable", "differentiable"):
             if group.get(flag):
@@ -252,11 +260,14 @@ def _adam(
     if hyper["maximize"]:
         grad = -grad
     zeros = lambda: ltorch.zeros_like(param)  # noqa: E731
-    # where eager keeps the step count: on the parameter's device for the fused kernel, else on the CPU
-    step_device = param.device if hyper["fused"] else "cpu"
+    # the step count as eager keeps it: on the parameter's device in float32 for the fused kernel, else
+    # on the CPU in the default scalar dtype (read while tracing: only a first step creates the state)
+    fused = bool(hyper["fused"])
+    step_device = param.device if fused else "cpu"
+    step_dtype = _optimizer_module._get_scalar_dtype(is_fused=fused)
     tensors, new = _state_tensors(
         step, param, source,
-        {"step": lambda: ltorch.zeros((), dtype=torch.float32, device=step_device), "exp_avg": zeros,
+        {"step": lambda: ltorch.zeros((), dtype=step_dtype, device=step_device), "exp_avg": zeros,
          "exp_avg_sq": zeros},
     )  # fmt: skip
     step_t, exp_avg, exp_avg_sq = tensors["step"], tensors["exp_avg"], tensors["exp_avg_sq"]
