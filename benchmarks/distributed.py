@@ -110,11 +110,48 @@ def bench_system(system: str, size: dict, args: argparse.Namespace) -> Result:
     targets = torch.randint(0, size["vocab"], idx.shape, device=args.device, generator=generator)
     step = _make_step(runner, lambda i, t: runner(i, t), lambda: (idx, targets), optimizer)
     result = _timed_steps(step, args.device, args.warmup, args.steps)
+    HOST_MS[system] = host_ms_per_step(step, args.device)
     if system in args.profile.split(","):
         profile_steps(system, step, args)
         if system.startswith("thunder") and torch_dist.get_rank() == 0:
             _save_traces(system, runner, args.profile_dir)
+        _cprofile_steps(system, step, args.profile_dir)
     return result
+
+
+# host time to enqueue one step, by system (the slowest process)
+HOST_MS: dict[str, float] = {}
+
+
+def host_ms_per_step(step: Callable[[], None], device: str, repeats: int = 3) -> float:
+    """Milliseconds the host takes to issue one step with the GPU idle at its start (the mean of
+    ``repeats``): a step whose host time is near its ms/step is host-bound."""
+    total = 0.0
+    for _ in range(repeats):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        torch_dist.barrier()
+        start = time.perf_counter()
+        step()
+        total += time.perf_counter() - start
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return _slowest(total * 1000 / repeats)
+
+
+def _cprofile_steps(system: str, step: Callable[[], None], directory: str, steps: int = 3) -> None:
+    """Where the host time of ``steps`` steps goes, by Python function (this process)."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    profile.disable()
+    with open(os.path.join(directory, f"cprofile_{system}_rank{torch_dist.get_rank()}.txt"), "w") as f:
+        pstats.Stats(profile, stream=f).sort_stats("tottime").print_stats(45)
 
 
 def _save_traces(system: str, runner: torch.nn.Module, directory: str) -> None:
@@ -223,7 +260,8 @@ def run_all(systems: list[str], size: dict, args: argparse.Namespace) -> list[tu
 
 
 def print_table(rows: list[tuple[str, Result | str]], size: dict, args: argparse.Namespace) -> None:
-    """One row per system; *scaling* is the one-GPU step time of the same framework (the ``-single``
+    """One row per system; *host ms/step*: the host's time to issue one step from an idle GPU;
+    *scaling* is the one-GPU step time of the same framework (the ``-single``
     row: every process trains alone, no communication) over this row's, 1.00 being perfect."""
     world = torch_dist.get_world_size()
     device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
@@ -237,11 +275,13 @@ def print_table(rows: list[tuple[str, Result | str]], size: dict, args: argparse
     single = {
         system.split("-")[0]: r for system, r in rows if system.endswith("-single") and not isinstance(r, str)
     }
-    print("| system | ms/step | tokens/s (all GPUs) | peak GiB per GPU | first steps (s) | scaling |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| system | ms/step | host ms/step | tokens/s (all GPUs) | peak GiB per GPU | first steps (s) | scaling |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for system, result in rows:
         if isinstance(result, str):
-            print(f"| {system} | {result} | | | | |")
+            print(f"| {system} | {result} | | | | | |")
             continue
         peak = f"{result.peak_gib:.2f}" if result.peak_gib is not None else "-"
         tokens_per_s = tokens / (result.ms_per_step / 1000)
@@ -252,7 +292,7 @@ def print_table(rows: list[tuple[str, Result | str]], size: dict, args: argparse
             else ""
         )
         print(
-            f"| {system} | {result.ms_per_step:.1f} | {tokens_per_s:,.0f} | {peak} | {result.warmup_s:.1f} | {scaling} |"
+            f"| {system} | {result.ms_per_step:.1f} | {HOST_MS.get(system, float('nan')):.1f} | {tokens_per_s:,.0f} | {peak} | {result.warmup_s:.1f} | {scaling} |"
         )
 
 

@@ -71,7 +71,7 @@ class TinyGPT(torch.nn.Module):
         self.head.weight = self.wte.weight
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
@@ -141,7 +141,7 @@ def train_and_compare(
     """
     make_model, batch, loss_of = WORKLOADS[workload]
     torch.manual_seed(0)
-    model = make_model()
+    model = make_model().to(DEVICE)
     reference = copy.deepcopy(model)
     names = [name for name, _ in reference.named_parameters()]
     compiled = prepare(model)
@@ -207,7 +207,7 @@ def ddp(workload: str) -> None:
 def ddp_no_sync() -> None:
     """Gradient accumulation: two micro-batches under no_sync, one outside, then one step."""
     torch.manual_seed(0)
-    model = mlp()
+    model = mlp().to(DEVICE)
     reference, local_reference = copy.deepcopy(model), copy.deepcopy(model)
     compiled = thunder.jit(thunder.distributed.ddp(model))
     batches = [mlp_batch(step) for step in range(3)]
@@ -295,7 +295,6 @@ def main() -> None:
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if DEVICE == "cuda":
         torch.cuda.set_device(rank)
-        torch.set_default_device(f"cuda:{rank}")  # models, their copies and torch.arange in forward
     torch_dist.init_process_group(
         "nccl" if DEVICE == "cuda" else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
         timeout=datetime.timedelta(seconds=60),
