@@ -254,7 +254,7 @@ def torch_ddp_around_thunder() -> None:
     wrap = torch.nn.parallel.DistributedDataParallel
     train_and_compare("mlp", lambda m: wrap(thunder.jit(m)))
     try:
-        thunder.jit(wrap(mlp()))
+        thunder.jit(wrap(mlp().to(DEVICE)))
     except TypeError as error:
         assert "DistributedDataParallel(thunder.jit(model))" in str(error), error
     else:
@@ -269,7 +269,7 @@ def fsdp2_around_thunder() -> None:
 
     train_and_compare("mlp", lambda m: fully_shard(thunder.jit(m)), local=full)
     try:
-        thunder.jit(fully_shard(mlp()))
+        thunder.jit(fully_shard(mlp().to(DEVICE)))
     except TypeError as error:
         assert "fully_shard(thunder.jit(model))" in str(error), error
     else:
