@@ -532,3 +532,40 @@ def test_an_unsupported_optimizer_step_inside_is_refused(make: Callable, named: 
         thunder.jit(step)(torch.randn(3, 4))
     for p, q in zip(model.parameters(), before):
         torch.testing.assert_close(p, q)
+
+
+class _Classifier(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body, self.head = torch.nn.Linear(6, 8), torch.nn.Linear(8, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(self.body(x)))
+
+
+@pytest.mark.parametrize("reads_logits_after", [False, True])
+def test_linear_cross_entropy_before_backward_is_fused_and_logits_stay_readable(
+    reads_logits_after: bool,
+) -> None:
+    """A loss.backward() inside the program differentiates the fused linear + cross entropy, as the
+    autograd path does; logits read after the backward (an accuracy) are still computed."""
+    torch.manual_seed(0)
+    model = _Classifier()
+    reference = copy.deepcopy(model)
+
+    def step(net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        logits = net(x)
+        loss = torch.nn.functional.cross_entropy(logits, y)
+        loss.backward()
+        if reads_logits_after:
+            return loss, (logits.argmax(-1) == y).float().mean()
+        return (loss,)
+
+    jitted = thunder.jit(lambda x, y: step(model, x, y))
+    for call in range(3):
+        x, y = torch.randn(7, 6), torch.randint(0, 5, (7,))
+        actual, expected = jitted(x, y), step(reference, x, y)
+        for a, e in zip(actual, expected):
+            torch.testing.assert_close(a, e.detach(), msg=lambda m: f"call {call}: {m}")
+        _assert_same_grads(model, reference)
+    assert "linear_cross_entropy" in str(thunder.last_traces(jitted)[-1])

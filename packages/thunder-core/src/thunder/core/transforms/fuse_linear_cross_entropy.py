@@ -31,7 +31,9 @@ __all__ = ["fuse_linear_cross_entropy"]
 
 # Steps allowed between the linear and the cross entropy: reshapes that keep the class dim, and
 # dtype conversions (an upcast to float32, or a conversion to the dtype the value already has).
-_RESHAPES = frozenset({"ltorch.reshape", "ltorch.flatten", "ltorch.view", "ltorch.contiguous", "prims.reshape"})
+_RESHAPES = frozenset(
+    {"ltorch.reshape", "ltorch.flatten", "ltorch.view", "ltorch.contiguous", "prims.reshape"}
+)
 _CONVERSIONS = frozenset({"ltorch.float", "ltorch.to", "ltorch.type", "prims.convert_element_type"})
 _LINEAR = "ltorch.linear"
 _CROSS_ENTROPY = "ltorch.cross_entropy"
@@ -48,12 +50,15 @@ class _Match:
     reduction: str
 
 
-def fuse_linear_cross_entropy(trace: Trace) -> Trace:
+def fuse_linear_cross_entropy(trace: Trace, *, keep_logits: bool = False) -> Trace:
     """``trace`` with each linear + cross entropy chain replaced by one fused loss symbol.
 
     Args:
         trace: a computation trace, before autograd (which values need gradients is read from the
             ``requires_grad`` of its inputs and from torch's grad mode now, as autograd does).
+        keep_logits: keep the ops making the logits (only the cross entropy is replaced), for a
+            program still being traced, whose later code may read them (``loss.backward()`` inside
+            the program, then an accuracy of the logits); dead-code elimination drops them otherwise.
 
     Returns:
         ``trace`` itself when nothing matched, else a new trace.
@@ -73,7 +78,7 @@ def fuse_linear_cross_entropy(trace: Trace) -> Trace:
     if not matches:
         return trace
     requiring_grad = _requiring_grad(trace)
-    removed = {id(b) for match in matches.values() for b in match.chain}
+    removed = {id(b) for match in matches.values() for b in (match.chain[:1] if keep_logits else match.chain)}
     new = from_trace(trace, "Fused linear + cross entropy (transforms/fuse_linear_cross_entropy.py)")
     new.mutations = trace.mutations
     for bound_symbol in trace.bound_symbols:
@@ -104,7 +109,9 @@ def _requiring_grad(trace: Trace) -> set[str]:
             continue
         if any(p.name in names for p in bound_symbol.proxy_args()):
             names.update(
-                p.name for p in bound_symbol.proxy_outputs() if isinstance(p, TensorProxy) and p.dtype.is_floating_point
+                p.name
+                for p in bound_symbol.proxy_outputs()
+                if isinstance(p, TensorProxy) and p.dtype.is_floating_point
             )
     return names
 
@@ -120,7 +127,11 @@ def _step_fits(bound_symbol: BoundSymbol, value: TensorProxy) -> bool:
     if not isinstance(output, TensorProxy) or output.device != value.device:
         return False
     if bound_symbol.symbol.id in _RESHAPES:
-        return output.dtype == value.dtype and output.shape[-1:] == value.shape[-1:] and output.numel() == value.numel()
+        return (
+            output.dtype == value.dtype
+            and output.shape[-1:] == value.shape[-1:]
+            and output.numel() == value.numel()
+        )
     if bound_symbol.symbol.id in _CONVERSIONS:
         widening = value.dtype in (dtypes.bfloat16, dtypes.float16) and output.dtype == dtypes.float32
         return output.shape == value.shape and (widening or output.dtype == value.dtype)
@@ -180,11 +191,17 @@ def _linear_match(chain: tuple[BoundSymbol, ...], arguments: dict) -> _Match | N
     x, weight, bias = (tuple(linear.args) + (None,) * 3)[:3]
     bias = linear.kwargs.get("bias", bias)
     logits = arguments["input"]
-    if not (isinstance(x, TensorProxy) and isinstance(weight, TensorProxy) and x.ndim >= 2 and weight.ndim == 2):
+    if not (
+        isinstance(x, TensorProxy) and isinstance(weight, TensorProxy) and x.ndim >= 2 and weight.ndim == 2
+    ):
         return None
-    if x.numel() // x.shape[-1] != logits.shape[0] or not all(b.grad_enabled == cross_entropy.grad_enabled for b in chain):
+    if x.numel() // x.shape[-1] != logits.shape[0] or not all(
+        b.grad_enabled == cross_entropy.grad_enabled for b in chain
+    ):
         return None
-    return _Match(chain, x, weight, bias, arguments["target"], arguments["ignore_index"], arguments["reduction"])
+    return _Match(
+        chain, x, weight, bias, arguments["target"], arguments["ignore_index"], arguments["reduction"]
+    )
 
 
 def _bind(bound_symbol: BoundSymbol) -> dict | None:
@@ -198,7 +215,9 @@ def _bind(bound_symbol: BoundSymbol) -> dict | None:
         return None
     bound.apply_defaults()
     arguments = dict(bound.arguments)
-    arguments["reduction"] = legacy_reduction(arguments["size_average"], arguments["reduce"], arguments["reduction"])
+    arguments["reduction"] = legacy_reduction(
+        arguments["size_average"], arguments["reduce"], arguments["reduction"]
+    )
     return arguments
 
 
