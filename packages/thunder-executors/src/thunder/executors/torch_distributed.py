@@ -118,14 +118,26 @@ def unpack_shards(
     shard_shapes: Sequence[Sequence[int]],
     shapes: Sequence[Sequence[int]],
 ) -> tuple[torch.Tensor, ...]:
-    """One ``split_with_sizes_copy`` kernel gathers each tensor's rows from every rank's block."""
+    """One ``split_with_sizes_copy`` kernel gathers each tensor's rows from every rank's block, into
+    one new buffer (one allocation per bucket, not per tensor)."""
     sizes = [math.prod(shape) for shape in shard_shapes]
-    outs = [flat.new_empty((world_size, size)) for size in sizes]
+    buffer = flat.new_empty(flat.shape)
+    outs = [
+        piece.view(world_size, size)
+        for piece, size in zip(buffer.split([s * world_size for s in sizes]), sizes)
+    ]
     torch.split_with_sizes_copy(flat.view(world_size, -1), sizes, dim=1, out=outs)
     return tuple(
-        out.view(world_size * shard[0], *shard[1:])[: shape[0]]
-        for out, shard, shape in zip(outs, shard_shapes, shapes)
+        _whole(out, world_size, shard, shape) for out, shard, shape in zip(outs, shard_shapes, shapes)
     )
+
+
+def _whole(
+    out: torch.Tensor, world_size: int, shard_shape: Sequence[int], shape: Sequence[int]
+) -> torch.Tensor:
+    """The gathered shards viewed as the whole tensor, without the padding rows."""
+    padded = out.view(world_size * shard_shape[0], *shard_shape[1:])
+    return padded if padded.shape[0] == shape[0] else padded.narrow(0, 0, shape[0])
 
 
 def register_distributed(executor: OperatorExecutor) -> None:
