@@ -10,7 +10,9 @@ program (executors fuse and place it like the rest of the step).
   module's parameter, with an alias check) and its gradient is what ``p.grad`` is in the program at
   this point (``inline_backward.read_grad``: the ``.grad`` the call found, plus an in-program backward).
 - The learning rate is an input of the program (a number the prologue fetches and checks by type), so
-  a scheduler changing it every step does not recompile; the other hyperparameters the update reads
+  a scheduler changing it every step does not recompile (with ``fused=True`` Adam's update reads it
+  as a tensor made once per group on the parameters' device, so that fusion executors, which take
+  no number inputs, fuse the whole update); the other hyperparameters the update reads
   are checked by the prologue: a new value compiles a new entry.
 - The state tensors (``optimizer.state[p]['exp_avg']``, ...) are inputs updated in place, as
   parameters are; on the first step, when the state is empty (checked by the prologue), the state is
@@ -192,6 +194,17 @@ class _Hyperparameters:
     def __init__(self, step: _Step, group: dict, source: Source):
         self._step, self._group, self._source = step, group, source
         self._read: dict[str, Any] = {}
+        self._tensors: dict[tuple[str, str], TensorProxy] = {}
+
+    def as_tensor(self, key: str, device: Any) -> TensorProxy:
+        """The value as a float64 tensor of no dims on ``device``, made once per group: arithmetic on
+        it joins the update's fusion, where a number input (the learning rate) is not a fusion input
+        and made each parameter's update a torch kernel between two fusions (GPT-2 on an H200)."""
+        made = self._tensors.get((key, str(device)))
+        if made is None:
+            made = ltorch.full((), self[key], dtype=torch.float64, device=device)
+            self._tensors[(key, str(device))] = made
+        return made
 
     def __getitem__(self, key: str) -> Any:
         if key not in self._read:
@@ -272,6 +285,8 @@ def _adam(
     )  # fmt: skip
     step_t, exp_avg, exp_avg_sq = tensors["step"], tensors["exp_avg"], tensors["exp_avg_sq"]
     step_t.add_(1)
+    if fused:  # the step count is on the parameter's device: so is the learning rate, as a tensor
+        lr = hyper.as_tensor("lr", step_device)
     if weight_decay != 0:
         if type(step.optimizer) is torch.optim.AdamW or hyper["decoupled_weight_decay"]:
             param.mul_(1 - lr * weight_decay)
