@@ -7,6 +7,9 @@ reads ``step.__get__``). It is checked by type, name and what it is bound to ins
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 import torch
 
 import thunder
@@ -44,3 +47,28 @@ def test_a_method_wrapper_read_hits_the_cache() -> None:
     for _ in range(3):
         torch.testing.assert_close(jitted(x), x + 1)
     assert thunder.cache_misses(jitted) == 1
+
+
+def test_a_program_that_rejects_its_own_call_raises_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A guard that can never hold (a value that changes on every read) leaves no program to run:
+    after the one retrace, the call raises an error naming the failed check, not thunder's internal
+    GuardFailure."""
+    from thunder.core import pipeline
+    from thunder.core.prologue import GuardFailure
+
+    compile_entry = pipeline.JittedFunction._compile
+
+    def never_accepting(self: pipeline.JittedFunction, args: tuple, kwargs: dict) -> pipeline.CacheEntry:
+        entry = compile_entry(self, args, kwargs)
+
+        def prologue(*args: object, **kwargs: object) -> object:
+            raise GuardFailure("x changed")
+
+        return dataclasses.replace(entry, prologue=prologue)
+
+    monkeypatch.setattr(pipeline.JittedFunction, "_compile", never_accepting)
+    jitted = thunder.jit(lambda x: x + 1)
+    with pytest.raises(RuntimeError, match="rejected the call they were made for") as caught:
+        jitted(torch.ones(2))
+    assert not isinstance(caught.value, GuardFailure)
+    assert thunder.compile_stats(jitted).cache_misses == 2

@@ -28,7 +28,7 @@ from thunder.core.compile_transform import (
 )
 from thunder.core.cuda_graphs import with_cuda_graphs
 from thunder.core.diagnostics import instrumented_compile
-from thunder.core.diagnostics.recompiles import RecompileReason, record_recompile
+from thunder.core.diagnostics.recompiles import RecompileReason, explain_miss, record_recompile
 from thunder.core.diagnostics.tracebacks import with_user_frames
 from thunder.core.epilogue import Epilogue
 from thunder.core.executor import Executor, resolve_executors
@@ -308,7 +308,10 @@ class JittedFunction:
             # Tracing changed a value the trace read (transformers sets ``config.problem_type`` on the
             # first call): the program's state is now another one, so trace it again, once.
             entry = self._compile(args, kwargs)
-            inputs = entry.prologue(*args, **kwargs)
+            try:
+                inputs = entry.prologue(*args, **kwargs)
+            except GuardFailure:
+                raise _rejects_its_own_call(self._compile_data.fn, entry, args, kwargs) from None
         return entry, inputs
 
     def _add(self, entry: CacheEntry) -> None:
