@@ -246,6 +246,20 @@ def compile_with_autograd(
     return run, forward_traces, backward_traces
 
 
+def _rejects_its_own_call(fn: Callable, entry: CacheEntry, args: tuple, kwargs: dict) -> RuntimeError:
+    """A program just compiled for a call whose prologue rejects that very call: a guard that cannot
+    hold (a value read while tracing that changes on every read). A clear error, not ``GuardFailure``
+    (an internal signal) or a recompile on every call."""
+    reason = explain_miss(fn, [entry], args, kwargs)
+    return RuntimeError(
+        f"thunder compiled {getattr(fn, '__qualname__', fn)!r} twice for this call, and both times the "
+        f"program's input checks rejected the call they were made for: "
+        f"{reason.message.split(' because ', 1)[-1].rstrip(': ')}. A value the program reads changes each time it is "
+        "read, so no compiled program can be reused; this is a limitation or bug of thunder's guards "
+        "(please report it). Workaround: pass that value as an argument, or read it outside the jitted function."
+    )
+
+
 class JittedFunction:
     """A compiled function: calls run a cached computation when its prologue accepts the inputs."""
 
