@@ -4,6 +4,8 @@ error. Traced on proxies, so it runs without a GPU; ``test_cpu_scalar_tensor_wit
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -20,12 +22,32 @@ def _proxy(shape: tuple[int, ...], device: devices.Device | str) -> TensorProxy:
     return TensorProxy(shape=shape, dtype=torch.float32, device=device)
 
 
-@pytest.mark.parametrize("order", ["cuda first", "cpu scalar first"])
-def test_a_cpu_tensor_without_dims_moves_to_the_other_device(order: str) -> None:
+def _mask() -> TensorProxy:
+    return TensorProxy(shape=(3,), dtype=torch.bool, device=CUDA)
+
+
+# elementwise ops of every family (binary, ternary, composed, indexing fills), each with the CPU
+# scalar tensor in a tensor argument's place
+OPS = {
+    "mul": lambda g, s: ttorch.mul(g, s),
+    "mul, scalar first": lambda g, s: ttorch.mul(s, g),
+    "where": lambda g, s: ttorch.where(_mask(), g, s),
+    "clamp": lambda g, s: ttorch.clamp(g, min=s),
+    "lerp": lambda g, s: ttorch.lerp(g, g, s),
+    "addcmul": lambda g, s: ttorch.addcmul(g, g, s),
+    "addcdiv": lambda g, s: ttorch.addcdiv(g, g, s),
+    "masked_fill": lambda g, s: ttorch.masked_fill(g, _mask(), s),
+    "xlogy": lambda g, s: ttorch.xlogy(g, s),
+    "logaddexp": lambda g, s: ttorch.logaddexp(g, s),
+    "pow": lambda g, s: ttorch.pow(s, g),
+}
+
+
+@pytest.mark.parametrize("op", OPS.values(), ids=OPS.keys())
+def test_a_cpu_tensor_without_dims_moves_to_the_other_device(op: Any) -> None:
     trace = Trace()
     with tracectx(trace):
-        gpu, scalar = _proxy((3,), CUDA), _proxy((), "cpu")
-        result = ttorch.mul(gpu, scalar) if order == "cuda first" else ttorch.mul(scalar, gpu)
+        result = op(_proxy((3,), CUDA), _proxy((), "cpu"))
     assert result.device == CUDA and result.shape == (3,)
     assert "device_put" in str(trace), trace
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -24,27 +24,8 @@ ELEMENTWISE = frozenset({"elementwise"})
 
 def apply_elementwise(prim: Symbol, *args: Any, kind: PromotionKind) -> Any:
     computation_dtype, result_dtype = elementwise_dtypes(*args, kind=kind)
-    inputs = [to_dtype(a, computation_dtype) for a in broadcast(*on_one_device(args))]
+    inputs = [to_dtype(a, computation_dtype) for a in broadcast(*args)]
     return to_dtype(prim(*inputs), result_dtype)
-
-
-def on_one_device(args: Sequence[Any]) -> list[Any]:
-    """``args`` with CPU tensors of no dims moved to the device of the other tensors, as eager
-    allows (``cuda_tensor * cpu_scalar_tensor``, e.g. Adam's step count); other mixes of devices
-    raise eager's error."""
-    tensors = [a for a in args if isinstance(a, TensorProxy)]
-    if len({t.device for t in tensors}) <= 1:
-        return list(args)
-    devices = list(dict.fromkeys(t.device for t in tensors if t.ndim != 0 or t.device.type != "cpu"))
-    if len(devices) != 1:
-        first, second = devices[:2]
-        raise RuntimeError(
-            f"Expected all tensors to be on the same device, but found at least two devices, {first} and {second}!"
-        )
-    (device,) = devices
-    return [
-        prims.device_put(a, device) if isinstance(a, TensorProxy) and a.device != device else a for a in args
-    ]
 
 
 def _unary(prim: Symbol, kind: PromotionKind = DEFAULT) -> Callable[[Any], Any]:

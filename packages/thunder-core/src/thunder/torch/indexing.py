@@ -17,7 +17,7 @@ from thunder.core.promotion import broadcast_shapes
 from thunder.core.proxies import TensorProxy
 from thunder.torch.registry import alias, torchsymbol
 from thunder.torch.shape import _apply_basic_index, getitem, reshape
-from thunder.torch.utils import canonical_dim, expand_to, to_dtype
+from thunder.torch.utils import canonical_dim, expand_to, on_one_device, to_dtype
 from thunder.torch.views import movedim
 
 INDEXING = frozenset({"indexing"})
@@ -411,6 +411,10 @@ def masked_fill(input: TensorProxy, mask: TensorProxy, value: Any) -> TensorProx
         value = to_dtype(value, input.dtype)
     else:
         value = to_dtype(value, input.dtype)
+    if isinstance(
+        value, TensorProxy
+    ):  # a value tensor of no dims on the CPU fills a CUDA tensor, as in eager
+        input, mask, value = on_one_device((input, mask, value))
     shape = broadcast_shapes(input.shape, mask.shape)
     input, mask = expand_to(input, shape), expand_to(mask, shape)
     if isinstance(value, TensorProxy):

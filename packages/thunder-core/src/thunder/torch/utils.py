@@ -42,11 +42,33 @@ def expand_to(a: Any, shape: tuple[int, ...]) -> Any:
 
 
 def broadcast(*args: Any) -> list[Any]:
+    """The arguments of an elementwise op made compatible: on one device (``on_one_device``), then
+    broadcast to one shape."""
+    args = tuple(on_one_device(args))
     shapes = [a.shape for a in args if isinstance(a, TensorProxy)]
     if not shapes:
         return list(args)
     shape = broadcast_shapes(*shapes)
     return [expand_to(a, shape) for a in args]
+
+
+def on_one_device(args: Sequence[Any]) -> list[Any]:
+    """``args`` with CPU tensors of no dims moved to the device of the other tensors, as eager
+    allows (``cuda_tensor * cpu_scalar_tensor``, e.g. Adam's step count); other mixes of devices
+    raise eager's error."""
+    tensors = [a for a in args if isinstance(a, TensorProxy)]
+    if len({t.device for t in tensors}) <= 1:
+        return list(args)
+    devices = list(dict.fromkeys(t.device for t in tensors if t.ndim != 0 or t.device.type != "cpu"))
+    if len(devices) != 1:
+        first, second = devices[:2]
+        raise RuntimeError(
+            f"Expected all tensors to be on the same device, but found at least two devices, {first} and {second}!"
+        )
+    (device,) = devices
+    return [
+        prims.device_put(a, device) if isinstance(a, TensorProxy) and a.device != device else a for a in args
+    ]
 
 
 def check_tensor_argument(function: str, value: Any, name: str = "input", position: int = 1) -> None:
