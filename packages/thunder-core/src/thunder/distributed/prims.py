@@ -45,7 +45,6 @@ __all__ = [
     "unpack_shards",
     "REDUCE_OPS",
     "COLLECTIVES",
-    "PACKING",
 ]
 
 REDUCE_OPS = ("sum", "mean")
@@ -121,10 +120,6 @@ def _unpack_meta(flat: TensorProxy, shapes: Sequence[Sequence[int]]) -> tuple[Te
     return tuple(_like(flat, shape) for shape in shapes)
 
 
-def _padded_rows(shard_shape: Sequence[int], world_size: int) -> int:
-    return shard_shape[0] * world_size
-
-
 def _pack_shards_meta(
     tensors: Sequence[TensorProxy], world_size: int, shard_shapes: Sequence[Sequence[int]]
 ) -> TensorProxy:
@@ -133,7 +128,7 @@ def _pack_shards_meta(
         if (
             t.ndim == 0
             or tuple(t.shape[1:]) != tuple(shard_shape[1:])
-            or t.shape[0] > _padded_rows(shard_shape, world_size)
+            or t.shape[0] > shard_shape[0] * world_size
         ):
             raise ValueError(f"a tensor of shape {t.shape} has no {world_size} shards of shape {shard_shape}")
     return _like(first, (world_size * sum(math.prod(s) for s in shard_shapes),))
@@ -153,5 +148,3 @@ pack = _dist_symbol("pack", _pack_meta, "bucket")
 unpack = _dist_symbol("unpack", _unpack_meta, "bucket")
 pack_shards = _dist_symbol("pack_shards", _pack_shards_meta, "bucket")
 unpack_shards = _dist_symbol("unpack_shards", _unpack_shards_meta, "bucket")
-
-PACKING = (pack, unpack, pack_shards, unpack_shards)
