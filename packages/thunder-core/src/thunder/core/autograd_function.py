@@ -29,25 +29,20 @@ class ThunderFunction(torch.autograd.Function):
         output, saved = pair.forward(*inputs)
         flat_output, spec = tree_flatten(output)
         ctx.pair = pair
-        ctx.saved_count = len(saved)
         # Inputs, outputs and views go through save_for_backward: PyTorch then raises if they are
         # changed in place before the backward, and an output saved there makes no reference cycle.
-        # The forward's own intermediates (no one else can reach them) stay in a dict the backward
+        # The forward's own intermediates (no one else can reach them) stay in a list the backward
         # empties, so that each is freed at its last use in the backward trace.
-        # Which saved values are inputs or outputs is known when compiling; views only now.
-        static = pair.saved_inputs_and_outputs
-        tracked: list[int] = []
-        tracked_values: list[Any] = []
-        untracked: dict[int, Any] = {}  # tensors and Python numbers
-        for i, s in enumerate(saved):
-            if i in static or s is None or (isinstance(s, torch.Tensor) and s._base is not None):
-                tracked.append(i)
-                tracked_values.append(s)
-            else:
-                untracked[i] = s
-        ctx.save_for_backward(*tracked_values)
+        # Which saved values are inputs or outputs is known when compiling; views only now, among
+        # the other saved tensors.
+        saved = list(saved)
+        views = [i for i in pair.saved_intermediate_tensors if saved[i]._base is not None]
+        tracked = pair.saved_inputs_and_outputs + views if views else pair.saved_inputs_and_outputs
+        ctx.save_for_backward(*[saved[i] for i in tracked])
+        for i in tracked:
+            saved[i] = None
         ctx.tracked_positions = tracked
-        ctx.untracked = untracked
+        ctx.untracked = saved
         if pair.non_differentiable is None:  # output dtypes are the trace's: the same on every call
             pair.non_differentiable = _non_differentiable(flat_output, pair.detached_outputs)
         if pair.non_differentiable:
@@ -81,18 +76,18 @@ def _once_differentiable_backward(ctx: Any, *grads: Any) -> tuple:
 
 def _saved(ctx: Any) -> list[Any]:
     """What the forward saved, in order; unless the graph is kept, ``ctx`` no longer holds the intermediates."""
-    if ctx.untracked is None:
+    saved = ctx.untracked
+    if saved is None:
         raise RuntimeError(
             "thunder: trying to backward through the graph a second time, after its saved tensors "
             "were freed; pass retain_graph=True to the first backward"
         )
-    saved: list[Any] = [None] * ctx.saved_count
+    if _keeps_graph():
+        saved = list(saved)  # the backward empties the list it gets; a later backward needs this one
+    else:
+        ctx.untracked = None  # the list returned holds the last references
     for i, tensor in zip(ctx.tracked_positions, ctx.saved_tensors):
         saved[i] = tensor
-    for i, value in ctx.untracked.items():
-        saved[i] = value
-    if not _keeps_graph():
-        ctx.untracked = None  # the list returned holds the last references
     return saved
 
 
@@ -106,12 +101,15 @@ def _keeps_graph() -> bool:
 
 class _CompiledPair:
     def __init__(self, forward: Callable, backward: Callable, cotangent_outputs: list[int],
-                 saved_inputs_and_outputs: frozenset[int], detached_outputs: frozenset[int]) -> None:  # fmt: skip
+                 saved_inputs_and_outputs: frozenset[int], saved_tensors: frozenset[int],
+                 detached_outputs: frozenset[int]) -> None:  # fmt: skip
         self.forward = forward
         self.detached_outputs = detached_outputs  # float outputs eager returns without requires_grad
         self.backward = backward
         self.cotangent_outputs = cotangent_outputs  # flat output positions the backward takes gradients of
-        self.saved_inputs_and_outputs = saved_inputs_and_outputs  # saved positions that are inputs or outputs
+        # saved positions of inputs and outputs, and of the other saved tensors
+        self.saved_inputs_and_outputs = sorted(saved_inputs_and_outputs)
+        self.saved_intermediate_tensors = sorted(saved_tensors - saved_inputs_and_outputs)
         # flat output positions autograd must not differentiate, known after the first call
         self.non_differentiable: tuple[int, ...] | None = None
 
@@ -134,14 +132,16 @@ _functorch_active = torch._C._are_functorch_transforms_active
 
 
 def differentiable_callable(forward: Callable, backward: Callable, cotangent_outputs: list[int],
-                            saved_inputs_and_outputs: frozenset[int],
+                            saved_inputs_and_outputs: frozenset[int], saved_tensors: frozenset[int],
                             detached_outputs: frozenset[int] = frozenset()) -> Callable:  # fmt: skip
     """A function of the computation's inputs that runs ``forward`` under a ``ThunderFunction``.
 
     ``saved_inputs_and_outputs``: positions among the saved values of inputs and outputs of the
-    forward, which go through ``save_for_backward``.
+    forward, which go through ``save_for_backward``; ``saved_tensors``: the positions of all saved
+    tensors (those of the others are checked for being views on each call).
     """
-    pair = _CompiledPair(forward, backward, cotangent_outputs, saved_inputs_and_outputs, detached_outputs)
+    pair = _CompiledPair(forward, backward, cotangent_outputs, saved_inputs_and_outputs, saved_tensors,
+                         detached_outputs)  # fmt: skip
 
     def run(*inputs: Any) -> Any:
         if _functorch_active():

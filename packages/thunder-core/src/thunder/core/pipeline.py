@@ -241,6 +241,7 @@ def compile_with_autograd(
         backward,
         split.cotangent_outputs,
         _saved_inputs_and_outputs(split),
+        frozenset(i for i, p in enumerate(split.saved) if isinstance(p, TensorProxy)),
         frozenset(split.detached_outputs),
     )
     return run, forward_traces, backward_traces

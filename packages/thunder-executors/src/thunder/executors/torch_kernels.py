@@ -15,6 +15,7 @@ are met, so a machine without it runs the torch functions here.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -49,6 +50,34 @@ def _computation_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in _HALF else dtype
 
 
+def _to(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``t.to(dtype)`` without the call when the dtype is already right (2.6 us of a 10 us layer norm
+    on our CPU machines, paid for each statistic in the forward and again in the backward)."""
+    return t if t.dtype is dtype else t.to(dtype)
+
+
+def _aten(name: str) -> Callable:
+    """The default overload of ``torch.ops.aten.<name>`` as the C++ callable it wraps, for the kernels
+    that torch's Python namespace does not bind: calling the op packet resolves the overload and goes
+    through two Python frames (threshold_backward: 4.9-6.4 us a call against 2.7 on our CPU machines)."""
+    overload = getattr(torch.ops.aten, name).default
+    return getattr(overload, "_op", overload)
+
+
+# Kernels without a binding in ``torch``'s namespace (those with one are called there: it parses
+# arguments in C++ and skips the op registry's Python layers, e.g. torch.native_layer_norm 6.4 us a
+# call against 14.2 for torch.ops.aten.native_layer_norm).
+_native_layer_norm_backward = _aten("native_layer_norm_backward")
+_gelu_backward = _aten("gelu_backward")
+_silu_backward = _aten("silu_backward")
+_threshold_backward = _aten("threshold_backward")
+_native_dropout_backward = _aten("native_dropout_backward")
+_embedding_dense_backward = _aten("embedding_dense_backward")
+_flash_attention_cpu_backward = _aten("_scaled_dot_product_flash_attention_for_cpu_backward")
+_flash_attention_backward = _aten("_scaled_dot_product_flash_attention_backward")
+_cudnn_attention_backward = _aten("_scaled_dot_product_cudnn_attention_backward")
+
+
 # ---------------------------------------------------------------------------------------------
 # attention: cuDNN's fused attention on Hopper and newer (what PyTorch's own dispatch and Inductor
 # pick there; GPT-2's step on an H200: forward 1.03 ms per step against flash's 1.75, backward
@@ -59,29 +88,37 @@ def _uses_cudnn_attention(q: torch.Tensor) -> bool:
     """cuDNN for half-precision CUDA attention on compute capability 9+ with head dims up to 128."""
     if not q.is_cuda or q.dtype not in _HALF or q.shape[-1] > 128 or q.shape[-1] % 8:
         return False
-    if not (torch.backends.cudnn.is_available() and torch.backends.cuda.cudnn_sdp_enabled()):
+    if not (torch.backends.cuda.cudnn_sdp_enabled() and _cudnn_available()):
         return False
-    return torch.cuda.get_device_capability(q.device)[0] >= 9
+    return _compute_capability(q.device.index)[0] >= 9
+
+
+@functools.cache
+def _cudnn_available() -> bool:
+    return torch.backends.cudnn.is_available()
+
+
+@functools.cache
+def _compute_capability(index: int | None) -> tuple[int, int]:
+    """A device's capability, asked once: each attention call asks (twice per training step per
+    layer), and torch's query builds the device's properties each time."""
+    return torch.cuda.get_device_capability(index)
 
 
 def attention_with_lse(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: float | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     if _uses_cudnn_attention(q):
-        out, lse, *_ = torch.ops.aten._scaled_dot_product_cudnn_attention(
+        out, lse, *_ = torch._scaled_dot_product_cudnn_attention(
             q, k, v, None, True, 0.0, is_causal, False, scale=scale
         )
         return out, lse.squeeze(-1)  # cuDNN's statistics are (B, H, S, 1), float32
     k, v = _repeat_heads(k, q.shape[1]), _repeat_heads(v, q.shape[1])  # flash kernels take no grouped heads
     if q.is_cuda:
-        out, lse, *_ = torch.ops.aten._scaled_dot_product_flash_attention(
-            q, k, v, 0.0, is_causal, False, scale=scale
-        )
+        out, lse, *_ = torch._scaled_dot_product_flash_attention(q, k, v, 0.0, is_causal, False, scale=scale)
     else:
-        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            q, k, v, 0.0, is_causal, scale=scale
-        )
-    return out, lse.to(_computation_dtype(q.dtype))
+        out, lse = torch._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal, scale=scale)
+    return out, _to(lse, _computation_dtype(q.dtype))
 
 
 def _repeat_heads(t: torch.Tensor, heads: int) -> torch.Tensor:
@@ -109,19 +146,19 @@ def attention_backward(
             # Grouped heads are repeated for the backward: cuDNN's grouped backward (an extra head
             # reduction kernel, slower main kernel) took 0.60 ms per call against 0.48 for repeated
             # heads on the H100 (HF Llama, 32/4 heads, 4 x 2048); the repeat and the sum cost less.
-            grad_q, grad_k, grad_v = torch.ops.aten._scaled_dot_product_cudnn_attention_backward(
+            grad_q, grad_k, grad_v = _cudnn_attention_backward(
                 g, q, _repeat_heads(k, q.shape[1]), _repeat_heads(v, q.shape[1]), out, lse.unsqueeze(-1), unused,
                 unused, None, None, None, q.shape[-2], k.shape[-2], 0.0, is_causal, scale=scale,
             )  # fmt: skip
             return grad_q, _sum_heads(grad_k, k.shape[1]), _sum_heads(grad_v, v.shape[1])
-        grad_q, grad_k, grad_v = torch.ops.aten._scaled_dot_product_flash_attention_backward(
-            g.contiguous(), q, _repeat_heads(k, q.shape[1]), _repeat_heads(v, q.shape[1]), out, lse.float(), None,
+        grad_q, grad_k, grad_v = _flash_attention_backward(
+            g.contiguous(), q, _repeat_heads(k, q.shape[1]), _repeat_heads(v, q.shape[1]), out, _to(lse, torch.float32), None,
             None, q.shape[-2], k.shape[-2], 0.0, is_causal, unused, unused, scale=scale,
         )  # fmt: skip
     else:
-        grad_q, grad_k, grad_v = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+        grad_q, grad_k, grad_v = _flash_attention_cpu_backward(
             g.contiguous(), q, _repeat_heads(k, q.shape[1]), _repeat_heads(v, q.shape[1]), out,
-            lse.to(q.dtype if q.dtype == torch.float64 else torch.float32), 0.0, is_causal, scale=scale,
+            _to(lse, q.dtype if q.dtype == torch.float64 else torch.float32), 0.0, is_causal, scale=scale,
         )  # fmt: skip
     return grad_q, _sum_heads(grad_k, k.shape[1]), _sum_heads(grad_v, v.shape[1])
 
@@ -143,9 +180,9 @@ def layer_norm_with_statistics(
     a: torch.Tensor, normalized_shape: Sequence[int], weight: torch.Tensor | None, bias: torch.Tensor | None,
     eps: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
-    out, mean, rstd = torch.ops.aten.native_layer_norm(a, list(normalized_shape), weight, bias, eps)
+    out, mean, rstd = torch.native_layer_norm(a, normalized_shape, weight, bias, eps)
     compute = _computation_dtype(a.dtype)
-    return out, mean.to(compute), rstd.to(compute)
+    return out, _to(mean, compute), _to(rstd, compute)
 
 
 def layer_norm_backward(
@@ -153,34 +190,36 @@ def layer_norm_backward(
     weight: torch.Tensor | None, bias: torch.Tensor | None, output_mask: Sequence[bool],
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:  # fmt: skip
     if not a.is_cuda:  # PyTorch's CPU kernel keeps the statistics in the input's dtype
-        mean, rstd = mean.to(a.dtype), rstd.to(a.dtype)
-    grads = torch.ops.aten.native_layer_norm_backward(
-        g, a, list(normalized_shape), mean, rstd, weight, bias, list(output_mask)
+        mean, rstd = _to(mean, a.dtype), _to(rstd, a.dtype)
+    grad_a, grad_weight, grad_bias = _native_layer_norm_backward(
+        g, a, normalized_shape, mean, rstd, weight, bias, output_mask
     )
-    return tuple(grad if wanted else None for grad, wanted in zip(grads, output_mask))  # type: ignore[return-value]
+    wants_a, wants_weight, wants_bias = output_mask
+    return (grad_a if wants_a else None, grad_weight if wants_weight else None,
+            grad_bias if wants_bias else None)  # fmt: skip
 
 
 def gelu_backward(g: torch.Tensor, a: torch.Tensor, approximate: str) -> torch.Tensor:
-    return torch.ops.aten.gelu_backward(g, a, approximate=approximate)
+    return _gelu_backward(g, a, approximate=approximate)
 
 
 def silu_backward(g: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-    return torch.ops.aten.silu_backward(g, a)
+    return _silu_backward(g, a)
 
 
 def relu_backward(g: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    return torch.ops.aten.threshold_backward(g, out, 0)
+    return _threshold_backward(g, out, 0)
 
 
 def dropout_backward(g: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
-    return torch.ops.aten.native_dropout_backward(g, mask, scale)
+    return _native_dropout_backward(g, mask, scale)
 
 
 def embedding_backward(
     g: torch.Tensor, a: torch.Tensor, num_weights: int, padding_idx: int | None, scale_grad_by_freq: bool
 ) -> torch.Tensor:
     padding = -1 if padding_idx is None else padding_idx
-    return torch.ops.aten.embedding_dense_backward(g, a, num_weights, padding, scale_grad_by_freq)
+    return _embedding_dense_backward(g, a, num_weights, padding, scale_grad_by_freq)
 
 
 # ---------------------------------------------------------------------------------------------

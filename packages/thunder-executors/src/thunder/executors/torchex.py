@@ -8,6 +8,7 @@ signature differs from PyTorch's go through small adapters defined below.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -15,9 +16,12 @@ from typing import Any
 import torch
 
 import thunder.torch as ltorch
-from thunder.core import prims
+from thunder.core import dtypes, prims
 from thunder.core.executor import OperatorExecutor, register_executor, to_torch_arguments
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import Symbol
+from thunder.core.trace import get_tracectx
 from thunder.executors.linear_cross_entropy import register_linear_cross_entropy
 from thunder.executors.torch_distributed import register_distributed
 from thunder.executors.torch_kernels import register_torch_kernels
@@ -128,7 +132,10 @@ def uniform(
 
 def pad(a: torch.Tensor, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]) -> torch.Tensor:
     """Low, high and interior padding (torch's pad has no interior padding)."""
-    shape = [low + high + size + max(size - 1, 0) * interior for size, (low, high, interior) in zip(a.shape, padding_config)]
+    shape = [
+        low + high + size + max(size - 1, 0) * interior
+        for size, (low, high, interior) in zip(a.shape, padding_config)
+    ]
     result = torch.full(shape, padding_value, dtype=a.dtype, device=a.device)
     window = tuple(
         slice(low, low + max(size - 1, 0) * (interior + 1) + (size > 0), interior + 1)
@@ -189,39 +196,152 @@ _ADAPTED: dict[Symbol, Callable] = {
     prims.div: div,
 }
 
+_BINARY_PRIMS = frozenset(
+    {"add", "sub", "mul", "pow", "remainder", "fmod", "maximum", "minimum", "atan2"}
+    | {"bitwise_and", "bitwise_or", "bitwise_xor", "eq", "ne", "lt", "le", "gt", "ge"}
+)
+
+
+# Where the arguments a prim is traced with make its adapter's work moot, the trace calls torch
+# itself: a Python wrapper costs a frame and its checks on every call (tenths of a microsecond to a
+# few on our CPU machines), which a host-bound step pays for each executed op. Each function takes
+# the adapter's operator and the prim's arguments, and returns what the trace calls.
+def _direct(torch_name: str, fallback: Callable[[], Any], *args: Any, **kwargs: Any) -> Any:
+    """The torch operator ``torch_name`` called as the trace's op, or ``fallback()`` where its rules
+    return an input as it is (a pad by nothing): the lowering would rename that input instead."""
+    trace = get_tracectx()
+    assert trace is not None
+    with trace.subscope() as scope:
+        result = executor.operators[torch_name](*args, **kwargs)
+    inputs = {p.name for p in tree_leaves((args, kwargs)) if isinstance(p, Proxy)}
+    if any(isinstance(p, Proxy) and p.name in inputs for p in tree_leaves(result)):
+        return fallback()
+    for bound_symbol in scope:
+        trace.record(bound_symbol)
+    return result
+
+
+def _direct_binary(torch_name: str, adapter: Symbol, a: Any, b: Any) -> Any:
+    """The adapter only turns a number in first place into a tensor of the other's dtype. torch's
+    add, sub and mul take that number themselves and compute alike where its kind is the tensor's
+    and the tensor's dtype is the precision torch computes in (half precision computes in float32
+    with the number unrounded)."""
+    if isinstance(a, TensorProxy) or (torch_name in _TAKE_NUMBER_FIRST and _exact_with(a, b)):
+        return _direct(torch_name, lambda: adapter(a, b), a, b)
+    return adapter(a, b)
+
+
+_TAKE_NUMBER_FIRST = frozenset({"torch.add", "torch.sub", "torch.mul"})
+
+
+def _exact_with(number: Any, b: Any) -> bool:
+    if not isinstance(b, TensorProxy):
+        return False
+    if type(number) is float:
+        return b.dtype in (dtypes.float32, dtypes.float64)
+    return type(number) is int and dtypes.is_integer(b.dtype)
+
+
+def _direct_reduction(torch_name: str, keeps_dtype: Callable[[Any], bool], adapter: Symbol, a: Any,
+                      dims: Sequence[int]) -> Any:  # fmt: skip
+    """The adapter copies for no dims, and keeps a sum's integer dtype (torch's sum promotes it)."""
+    if isinstance(a, TensorProxy) and dims and keeps_dtype(a.dtype):
+        return _direct(torch_name, lambda: adapter(a, dims), a, tuple(dims))
+    return adapter(a, dims)
+
+
+def _inexact(dtype: Any) -> bool:
+    return dtypes.is_float(dtype) or dtypes.is_complex(dtype)
+
+
+def _direct_div(adapter: Symbol, a: Any, b: Any) -> Any:
+    """True division where ``div`` decides for it at run time (a float number or float tensor)."""
+    floating = any(
+        isinstance(x, float) or (isinstance(x, TensorProxy) and dtypes.is_float(x.dtype)) for x in (a, b)
+    )
+    if floating and isinstance(a, TensorProxy):
+        return _direct("torch.true_divide", lambda: adapter(a, b), a, b)
+    return adapter(a, b)
+
+
+def _direct_broadcast_in_dim(
+    adapter: Symbol, a: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]
+) -> Any:
+    """``broadcast_in_dim``'s reshape and expand, each only where it changes the shape."""
+    if not isinstance(a, TensorProxy):
+        return adapter(a, shape, broadcast_dimensions)
+    view_shape = [1] * len(shape)
+    for size, dim in zip(a.shape, broadcast_dimensions):
+        view_shape[dim] = size
+    fallback = functools.partial(adapter, a, shape, broadcast_dimensions)
+    if tuple(view_shape) == tuple(shape):  # nothing to expand
+        return _direct("torch.reshape", fallback, a, tuple(shape))
+    if tuple(broadcast_dimensions) != tuple(range(len(shape) - len(a.shape), len(shape))):
+        a = _direct("torch.reshape", fallback, a, tuple(view_shape))  # else expand adds the leading dims
+    return _direct("torch.Tensor.expand", fallback, a, tuple(shape))
+
+
+def _direct_slice(
+    adapter: Symbol, a: Any, start: Sequence[int], end: Sequence[int], strides: Sequence[int]
+) -> Any:
+    """A slice of one dimension with unit stride (rotary embeddings' halves) is ``torch.narrow``."""
+    if isinstance(a, TensorProxy) and all(stride == 1 for stride in strides):
+        sliced = [dim for dim, (s, e, size) in enumerate(zip(start, end, a.shape)) if (s, e) != (0, size)]
+        if len(sliced) == 1:
+            dim = sliced[0]
+            fallback = functools.partial(adapter, a, start, end, strides)
+            return _direct("torch.narrow", fallback, a, dim, start[dim], end[dim] - start[dim])
+    return adapter(a, start, end, strides)
+
+
+def _direct_pad(
+    adapter: Symbol, a: Any, padding_value: Any, padding_config: Sequence[tuple[int, int, int]]
+) -> Any:
+    """Padding without interior or negative padding (the gradient of a slice) is torch's constant pad,
+    which takes the low and high padding of the last dimension first."""
+    if (
+        isinstance(a, TensorProxy) and dtypes.is_float(a.dtype) and isinstance(padding_value, (int, float))
+        and all(interior == 0 and low >= 0 and high >= 0 for low, high, interior in padding_config)
+    ):  # fmt: skip
+        config = list(padding_config)
+        while len(config) > 1 and config[0][:2] == (0, 0):  # leading dims without padding need no entry
+            config.pop(0)
+        flat = [amount for low, high, _ in reversed(config) for amount in (low, high)]
+        fallback = functools.partial(adapter, a, padding_value, padding_config)
+        return _direct("torch.nn.functional.pad", fallback, a, flat, value=float(padding_value))
+    return adapter(a, padding_value, padding_config)
+
+
+_DIRECT: dict[Symbol, Callable] = {
+    prims.slice_prim: _direct_slice,
+    prims.pad: _direct_pad,
+    prims.sum: functools.partial(_direct_reduction, "torch.sum", _inexact),
+    prims.amax: functools.partial(_direct_reduction, "torch.amax", lambda dtype: True),
+    prims.amin: functools.partial(_direct_reduction, "torch.amin", lambda dtype: True),
+    prims.div: _direct_div,
+    prims.broadcast_in_dim: _direct_broadcast_in_dim,
+}
+
 
 def _claim_prims() -> None:
     for symbol, fn in {**_elementwise_prims(), **_SAME_SIGNATURE}.items():
         if symbol.id in executor.implementations:
             continue
-        is_binary = symbol.name in {
-            "add",
-            "sub",
-            "mul",
-            "pow",
-            "remainder",
-            "fmod",
-            "maximum",
-            "minimum",
-            "atan2",
-            "bitwise_and",
-            "bitwise_or",
-            "bitwise_xor",
-            "eq",
-            "ne",
-            "lt",
-            "le",
-            "gt",
-            "ge",
-        }
-        if is_binary:
-            fn = _binary_adapter(fn)
-            fn.__name__ = f"prim_{symbol.name}"
-            globals()[fn.__name__] = fn
-            fn.__qualname__ = fn.__name__
-        executor.register_implementation(symbol, _operator(fn, symbol))
+        if symbol.name not in _BINARY_PRIMS:
+            executor.register_implementation(symbol, _operator(fn, symbol))
+            continue
+        adapted = _binary_adapter(fn)
+        adapted.__name__ = adapted.__qualname__ = f"prim_{symbol.name}"
+        globals()[adapted.__name__] = adapted
+        direct = functools.partial(_direct_binary, f"torch.{fn.__name__}", _operator(adapted, symbol))
+        executor.register_implementation(symbol, execution_transform=direct)
     for symbol, fn in _ADAPTED.items():
-        executor.register_implementation(symbol, executor.register_operator(fn.__name__, fn=fn, like=symbol))
+        adapter = executor.register_operator(fn.__name__, fn=fn, like=symbol)
+        direct = _DIRECT.get(symbol)
+        if direct is None:
+            executor.register_implementation(symbol, adapter)
+        else:
+            executor.register_implementation(symbol, execution_transform=functools.partial(direct, adapter))
 
 
 # Prims of the torch language's math, scans, sorting and indexing (ops A): special functions,
