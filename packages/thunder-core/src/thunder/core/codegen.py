@@ -79,6 +79,11 @@ class _Printer:
             return self.constant(x)
         if isinstance(x, int):
             return repr(int(x))
+        if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):  # a symbolic size: its expression
+            from thunder.core.symbolic_shapes import expression
+
+            text = expression(x)
+            return text if text.isidentifier() or text.lstrip("-").isdigit() else f"({text})"
         if isinstance(x, float):
             return repr(x) if math.isfinite(x) else f"float('{x}')"
         if isinstance(x, complex):

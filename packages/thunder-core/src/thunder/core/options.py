@@ -108,6 +108,13 @@ COMPILE_OPTIONS: Mapping[str, CompileOption] = {
             _one_of(REMATERIALIZATION_OPTIONS),
         ),
         CompileOption(
+            "dynamic",
+            "None (default): a dim whose size changed between compiles is traced as a symbol from then on;"
+            " True: every dim of every input but parameters from the first compile; False: shapes stay"
+            " static (core/symbolic_shapes.py)",
+            _bool,
+        ),
+        CompileOption(
             "cuda_graphs", "True: capture each compiled function in a CUDA graph and replay it", _bool
         ),
         CompileOption(

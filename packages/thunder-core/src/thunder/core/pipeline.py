@@ -33,7 +33,9 @@ from thunder.core.diagnostics.tracebacks import with_user_frames
 from thunder.core.epilogue import Epilogue
 from thunder.core.executor import Executor, resolve_executors
 from thunder.core.options import CACHE_OPTIONS, check_callable, check_compile_options
-from thunder.core.prologue import GuardFailure
+from thunder.core import symbolic_shapes
+from thunder.core.prologue import GuardFailure, add_size_guards
+from thunder.core.symbolic_shapes import DynamicDims
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.symbol import BoundSymbol
@@ -130,6 +132,8 @@ class CompileStats:
     last_stage_seconds: dict[str, float] = field(default_factory=dict)
     # why the last calls that missed the cache recompiled, oldest first (core/diagnostics/recompiles.py)
     recompile_reasons: list[RecompileReason] = field(default_factory=list)
+    # why compiles that would have had symbolic sizes were made static (core/symbolic_shapes.py)
+    dynamic_fallbacks: list[str] = field(default_factory=list)
 
 
 def compile_computation(
@@ -269,6 +273,8 @@ class JittedFunction:
         self._compile_stats = CompileStats()
         self._cache: list[CacheEntry] = []  # least recently used first
         self._last_entry: CacheEntry | None = None
+        compile_data.used_options.add("dynamic")
+        self._dynamic_dims = DynamicDims(compile_data.options.get("dynamic"))  # core/symbolic_shapes.py
         self._lock = threading.Lock()  # guards the cache list and the counters; never held while calling out
         functools.update_wrapper(self, compile_data.fn, updated=())
 
@@ -340,11 +346,35 @@ class JittedFunction:
 
     @instrumented_compile  # progress line, save_traces, hints on errors (core/diagnostics)
     def _compile(self, args: tuple, kwargs: dict) -> CacheEntry:
+        self._compile_stats.cache_misses += 1
+        try:
+            return self._compile_entry(args, kwargs, self._dynamic_dims)
+        except _StaticAgain as again:  # symbolic sizes were not possible: the call compiles static
+            self._compile_stats.dynamic_fallbacks.append(again.reason)
+            return self._compile_entry(args, kwargs, None)
+
+    def _compile_entry(self, args: tuple, kwargs: dict, dynamic: DynamicDims | None) -> CacheEntry:
         data, stats = self._compile_data, self._compile_stats
-        stats.cache_misses += 1
         start = time.perf_counter()
-        result = _run_frontend(data, args, kwargs)
+        with symbolic_shapes.dynamic_dims(dynamic) as tracing:
+            try:
+                result = _run_frontend(data, args, kwargs)
+            except Exception as error:
+                if not tracing.made_symbols:
+                    raise
+                raise _StaticAgain(_failure("tracing", error)) from error
         stats.last_stage_seconds = {"frontend": time.perf_counter() - start}
+        if not symbolic_shapes.has_symbolic_sizes(result.computation):
+            return self._finish_compile(result)
+        if needs_autograd(result.computation):
+            raise _StaticAgain("the program needs autograd, which symbolic sizes do not support yet")
+        try:
+            return self._finish_compile(result)
+        except Exception as error:  # noqa: BLE001 -- anything symbolic sizes broke compiles static instead
+            raise _StaticAgain(_failure("compiling", error)) from error
+
+    def _finish_compile(self, result: FrontendResult) -> CacheEntry:
+        data, stats = self._compile_data, self._compile_stats
         grad_mode = _grad_mode_dependence(result.computation)
         stats.last_saved_for_backward_bytes = None
         backward_traces: list[Trace] = []
@@ -355,6 +385,7 @@ class JittedFunction:
             final = computation_traces[-1]
             run = with_cuda_graphs(final.python_callable(), _uses_cuda_graphs(data), trace=final)
         codegen_start = time.perf_counter()
+        add_size_guards(result.prologue)  # every guard on a symbolic size is known now
         entry = CacheEntry(
             prologue=result.prologue.python_callable(),
             computation=run,
@@ -377,6 +408,18 @@ class JittedFunction:
         stats.last_backward_traces = entry.backward_traces
         stats.last_prologue_traces = entry.prologue_traces
         self._last_entry = entry
+
+
+def _failure(stage: str, error: Exception) -> str:
+    return f"{stage} with symbolic sizes failed: {type(error).__name__}: {str(error)[:300]}"
+
+
+class _StaticAgain(Exception):
+    """A compile with symbolic sizes that cannot go on: the call is compiled with static shapes."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 def _saved_inputs_and_outputs(split: Any) -> frozenset[int]:

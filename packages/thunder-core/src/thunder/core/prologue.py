@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from thunder.core import dtypes
+from thunder.core import dtypes, symbolic_shapes
 from thunder.core.prologue_fetches import hoist_repeated_fetches
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.sources import KeysSource, Source
@@ -24,6 +24,7 @@ from thunder.core.trace import Trace, from_trace, tracectx
 __all__ = [
     "GuardFailure",
     "TensorChecks",
+    "add_size_guards",
     "with_tensor_shapes",
     "PrologueBuilder",
     "check_tensor",
@@ -42,7 +43,7 @@ def check_tensor(t: Any, shape: tuple, device: torch.device, dtype: torch.dtype,
     if not (
         isinstance(t, torch.Tensor)
         and t.dtype is dtype
-        and t.shape == shape
+        and _same_shape(t.shape, shape)
         and t.requires_grad is requires_grad
         and t.device == device
     ):
@@ -78,9 +79,22 @@ def _print_check_tensor(bound_symbol: BoundSymbol) -> list[str]:
     proxy, shape, device_name, dtype, requires_grad = bound_symbol.args
     name = proxy.name
     return [
-        f"if not (isinstance({name}, Tensor) and {name}.dtype is {dtype} and {name}.shape == {shape!r} "
+        f"if not (isinstance({name}, Tensor) and {name}.dtype is {dtype} and {_shape_test(name, shape)} "
         f"and {name}.requires_grad is {requires_grad!r} and {name}.device == {device_name}): raise GuardFailure"
     ]
+
+
+def _shape_test(name: str, shape: tuple) -> str:
+    """``name.shape == (2, 3)``; with symbolic dims (None) their number and each other dim."""
+    if None not in shape:
+        return f"{name}.shape == {tuple(shape)!r}"
+    return " and ".join(
+        [f"{name}.dim() == {len(shape)}"] + [f"{name}.shape[{d}] == {n}" for d, n in enumerate(shape) if n is not None]
+    )
+
+
+def _same_shape(actual: tuple, expected: tuple) -> bool:
+    return len(actual) == len(expected) and all(e is None or a == e for a, e in zip(actual, expected))
 
 
 def _print_unpack(bound_symbol: BoundSymbol) -> list[str]:
@@ -179,7 +193,8 @@ class TensorChecks:
             return False
         try:
             strides = [[None] * t.dim() for t in tensors]  # not checked: the prologue never did
-            native = TORCH_TENSOR_GUARDS(*tensors, dynamic_dims_sizes=None, dynamic_dims_strides=strides)
+            sizes = [list(shape) for shape, *_ in self.expected]  # None: a symbolic dim, not checked
+            native = TORCH_TENSOR_GUARDS(*tensors, dynamic_dims_sizes=sizes, dynamic_dims_strides=strides)
         except Exception:  # noqa: BLE001 -- keep checking in Python
             native = None
         if native is not None and native.check(*tensors):
@@ -206,6 +221,8 @@ class TensorChecks:
                 "requires_grad": t.requires_grad,
                 "device": t.device,
             }
+            if _same_shape(actual["shape"], wanted["shape"]):  # symbolic dims (None) take any size
+                actual["shape"] = wanted["shape"]
             changes = [
                 (k, shown_value(wanted[k]), shown_value(actual[k])) for k in wanted if wanted[k] != actual[k]
             ]
@@ -335,6 +352,25 @@ CHECK_TYPE = Symbol(
 )
 
 
+def _print_check_sizes(bound_symbol: BoundSymbol) -> list[str]:
+    return [f"if not ({condition}): raise GuardFailure" for condition in bound_symbol.args]
+
+
+CHECK_SIZES = Symbol(
+    name="check_sizes", id="prologue.check_sizes", meta=lambda *args: None, printer=_print_check_sizes
+)
+
+
+def add_size_guards(prologue: Trace) -> None:
+    """The relations between symbolic sizes that the compile assumed (core/symbolic_shapes.py), checked
+    after every size is read; called once the computation is compiled, before the prologue is."""
+    symbols = getattr(prologue, "shape_symbols", None)
+    if symbols is None or prologue._python_callable is not None:
+        return
+    conditions = symbolic_shapes.guard_lines(symbols)
+    prologue.bound_symbols.insert(len(prologue.bound_symbols) - 1, BoundSymbol(CHECK_SIZES, tuple(conditions)))
+
+
 def _reflexive(value: Any) -> bool:
     """Equal to itself, as values of the kinds ``check_value`` compares are unless they hold a NaN."""
     try:
@@ -390,6 +426,8 @@ class PrologueBuilder:
         self._guarded: set[str] = set()
         self._fetch_names: list[str] = []
         self._finished = False
+        # the symbols of the sizes traced as symbolic, if any (core/symbolic_shapes.py)
+        self.shape_symbols: symbolic_shapes.ShapeSymbols | None = None
 
     def _first_guard(self, key: str) -> bool:
         """True the first time a check is asked for ``key`` (the expression checked): later ones are dropped."""
@@ -440,9 +478,32 @@ class PrologueBuilder:
             self.prologue.record(BoundSymbol(UNPACK, (expression,), {}, proxy))
             # The device is bound by name: spelled as torch.device(...) it would be rebuilt on every call.
             device_name = self._constant_name(tensor.device)
-            metadata = (proxy.shape, device_name, dtypes.to_torch_dtype(proxy.dtype), proxy.requires_grad)
+            checked_shape = self._make_sizes_symbolic(tensor, source, proxy)
+            metadata = (checked_shape, device_name, dtypes.to_torch_dtype(proxy.dtype), proxy.requires_grad)
             self.prologue.record(BoundSymbol(CHECK_TENSOR, (proxy, *metadata)))
         return proxy
+
+    def _make_sizes_symbolic(self, tensor: torch.Tensor, source: Source, proxy: TensorProxy) -> tuple:
+        """The dims the jitted function's ``DynamicDims`` picks become symbols (core/symbolic_shapes.py):
+        the prologue reads each from the tensor and passes it to the computation as an int. Returns
+        the shape the tensor check compares, None at a symbolic dim."""
+        policy = symbolic_shapes.current_dynamic_dims()
+        dims = policy.dims(source.describe(), tensor) if policy is not None else ()
+        if not dims:
+            return proxy.shape
+        if self.shape_symbols is None:
+            self.shape_symbols = self.prologue.shape_symbols = symbolic_shapes.ShapeSymbols()
+        shape, checked = list(proxy.shape), list(proxy.shape)
+        for dim in dims:
+            with tracectx(self.computation):
+                size = symbolic_shapes.DimProxy(int(shape[dim]))
+            self.computation.args.append(size)
+            shape[dim] = self.shape_symbols.size(int(shape[dim]), f"{proxy.name}.shape[{dim}]", size)
+            checked[dim] = None
+            self.prologue.names.add(size.name)
+            self.prologue.record(BoundSymbol(UNPACK, (f"{proxy.name}.shape[{dim}]",), {}, size))
+        proxy.shape = tuple(shape)
+        return tuple(checked)
 
     def add_value_guard(self, value: Any, source: Source) -> None:
         """Specialize on a Python value: the prologue checks it is equal on later calls."""

@@ -44,6 +44,7 @@ def promote_dtypes(a: dtypes.dtype, b: dtypes.dtype) -> dtypes.dtype:
 
 def _scalar_dtype(x: Any) -> dtypes.dtype:
     x = pyval(x)  # a number proxy promotes as its type, which the prologue checks
+    x = _SYMBOLIC_TYPES.get(type(x), x)  # a symbolic size (core/symbolic_shapes.py) as its Python type
     if isinstance(x, bool):
         return dtypes.bool8
     if isinstance(x, int):
@@ -53,6 +54,9 @@ def _scalar_dtype(x: Any) -> dtypes.dtype:
     if isinstance(x, complex):
         return dtypes.complex128 if default_float_dtype() is dtypes.float64 else dtypes.complex64
     raise TypeError(f"{x!r} is neither a tensor nor a number")  # as Python's unsupported operand types
+
+
+_SYMBOLIC_TYPES = {torch.SymInt: 0, torch.SymFloat: 0.0, torch.SymBool: False}
 
 
 # torch's complex32 (chalf), which thunder does not support: a tier may promote to it (float16 with a

@@ -166,6 +166,11 @@ def _unary(name: str) -> Callable:
     return lambda self: tensor_method(name)(self)
 
 
+def _size(s: torch.SymInt) -> Any:
+    constant = s.node.maybe_as_int()  # a symbol the trace has specialized by now is a plain int
+    return s if constant is None else int(constant)
+
+
 class TensorProxy(Proxy):
     """A tensor in a trace: shape, dtype, device and requires_grad, and no data."""
 
@@ -181,7 +186,8 @@ class TensorProxy(Proxy):
         requires_grad: bool = False,
     ):
         super().__init__(name)
-        self.shape: tuple[int, ...] = tuple(int(s) for s in shape)
+        # a torch.SymInt stays one where its size is symbolic (core/symbolic_shapes.py)
+        self.shape: tuple[int, ...] = tuple(int(s) if type(s) is not torch.SymInt else _size(s) for s in shape)
         self.dtype: dtypes.dtype = dtypes.to_dtype(dtype)
         self.device: devices.Device = devices.to_device(device)
         self.requires_grad: bool = bool(requires_grad)
@@ -208,6 +214,11 @@ class TensorProxy(Proxy):
         return TensorProxy(**fields)
 
     def type_comment(self) -> str:
+        if any(type(s) is torch.SymInt for s in self.shape):
+            from thunder.core.symbolic_shapes import expression
+
+            shape = "[" + ", ".join(expression(s) if type(s) is torch.SymInt else str(s) for s in self.shape) + "]"
+            return f'"{self.device} {self.dtype.short_name}{shape}"'
         return f'"{self.device} {self.dtype.short_name}{list(self.shape)}"'
 
     def __repr__(self) -> str:

@@ -205,6 +205,10 @@ def _arange_length(start: Any, end: Any, step: Any) -> int:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and start > end) or (step < 0 and start < end):
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    if builtins.any(type(v) is torch.SymInt for v in (start, end, step)) and type(step) is int:
+        # integer bounds, one of them a symbolic size: the length stays symbolic (the checks above
+        # guarded the bounds' order); -(a // -b) is ceil(a / b) for ints
+        return end - start if step == 1 else -((end - start) // -step)
     return builtins.max(0, math.ceil((end - start) / step))
 
 
@@ -221,10 +225,11 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         dtype_ = default_float_dtype() if floating else dtypes.int64
     else:
         dtype_ = dtypes.to_dtype(dtype)
-    if not builtins.all(math.isfinite(v) for v in (start, end) if not isinstance(v, complex)):
+    finite = (v for v in (start, end) if not isinstance(v, (complex, torch.SymInt)))  # a size is finite
+    if not builtins.all(math.isfinite(v) for v in finite):
         raise RuntimeError(f"unsupported range: {start} -> {end}")
     if not (dtype_.is_floating_point or dtype_.is_complex):  # as eager: integer bounds and step
-        start, end, step = builtins.int(start), builtins.int(end), builtins.int(step)
+        start, end, step = (v if type(v) is torch.SymInt else builtins.int(v) for v in (start, end, step))
     length = _arange_length(start, end, step)
     return prims.iota(length, start=start, step=step, device=_device(device), dtype=dtype_)
 

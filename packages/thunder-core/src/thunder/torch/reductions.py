@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import torch
+from thunder.core.symbolic_shapes import as_float
 from thunder.core import dtypes, prims
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
@@ -56,7 +57,7 @@ def mean(input: TensorProxy, dim: Any = None, keepdim: bool = False, *, dtype: A
     count = math.prod(input.shape[d] for d in dims)
     computation_dtype = dtypes.float32 if dtypes.is_low_precision(result_dtype) else result_dtype
     total = prims.sum(to_dtype(input, computation_dtype), dims)
-    result = to_dtype(prims.div(total, float(count)), result_dtype)
+    result = to_dtype(prims.div(total, as_float(count)), result_dtype)
     return keep_dims(result, input, dims) if keepdim else result
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -180,7 +182,7 @@ def getitem(a: TensorProxy, key: Any) -> TensorProxy:
     """Basic indexing: integers, slices, None and Ellipsis."""
     key = key if isinstance(key, tuple) else (key,)
     for k in key:
-        if not (k is None or k is Ellipsis or isinstance(k, (int, slice))) or isinstance(k, bool):
+        if not (k is None or k is Ellipsis or isinstance(k, (int, slice, torch.SymInt))) or isinstance(k, bool):
             from thunder.torch.indexing import advanced_getitem
 
             return advanced_getitem(a, key)
@@ -195,6 +197,24 @@ def getitem(a: TensorProxy, key: Any) -> TensorProxy:
     return _apply_basic_index(a, key)
 
 
+def _slice_indices(k: slice, size: Any) -> tuple[Any, Any, int]:
+    """``k.indices(size)`` for a positive step, also where ``size`` or a bound is a symbolic size
+    (core/symbolic_shapes.py): each comparison with a symbol is then a guard, unless it is known."""
+    if not builtins.any(type(v) is torch.SymInt for v in (size, k.start, k.stop)):
+        return k.indices(size)
+    st = 1 if k.step is None else int(k.step)
+
+    def bound(v: Any, default: Any) -> Any:
+        if v is None:
+            return default
+        if v < 0:
+            v = v + size
+            return 0 if v < 0 else v
+        return size if v > size else v
+
+    return bound(k.start, 0), bound(k.stop, size), st
+
+
 def _apply_basic_index(a: TensorProxy, key: tuple) -> TensorProxy:
     start, end, step, out_shape, dim = [], [], [], [], 0
     for k in key:
@@ -202,17 +222,17 @@ def _apply_basic_index(a: TensorProxy, key: tuple) -> TensorProxy:
             out_shape.append(1)
             continue
         size = a.shape[dim]
-        if isinstance(k, int):
+        if isinstance(k, (int, torch.SymInt)):
             if not -size <= k < size:
                 raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {size}")
-            k = k % size
+            k = k + size if k < 0 else k  # not k % size: a symbolic size keeps s0 - 1, not Mod(-1, s0)
             start.append(k)
             end.append(k + 1)
             step.append(1)
         else:
             if k.step is not None and k.step <= 0:
                 raise ValueError("step must be greater than zero")
-            lo, hi, st = k.indices(size)
+            lo, hi, st = _slice_indices(k, size)
             start.append(lo)
             end.append(max(lo, hi))
             step.append(st)

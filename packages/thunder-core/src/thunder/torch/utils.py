@@ -99,6 +99,9 @@ def to_dtype(a: Any, dtype: dtypes.dtype) -> Any:
 
         kinds = ((dtype.is_complex, complex), (dtype.is_floating_point, float), (dtype is dtypes.bool8, bool))
         return convert(a, next((kind for matches, kind in kinds if matches), int))
+    if type(a) is torch.SymInt and not dtype.is_complex and dtype is not dtypes.bool8:
+        # a symbolic size (core/symbolic_shapes.py) stays symbolic: converted, not specialized
+        return torch.sym_float(a) if dtype.is_floating_point else a
     if dtype.is_complex:
         return complex(a)
     if isinstance(a, complex) and a.imag != 0:  # as eager: float(1j) would be Python's TypeError

@@ -17,6 +17,7 @@ from typing import Any
 from thunder.core import devices, dtypes
 from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbolic_shapes import NUMBERS
 from thunder.core.symbol import Symbol, make_prim
 
 ELEMENTWISE = frozenset({"elementwise"})
@@ -41,7 +42,7 @@ def _elementwise_inputs(name: str, args: Sequence[Any]) -> TensorProxy | None:
     tensors = [a for a in args if isinstance(a, TensorProxy)]
     for a in args:
         _check(
-            isinstance(a, (TensorProxy, Number)), lambda: f"prims.{name} got {a!r}, not a tensor or number"
+            isinstance(a, (TensorProxy, *NUMBERS)), lambda: f"prims.{name} got {a!r}, not a tensor or number"
         )
     if not tensors:
         return None

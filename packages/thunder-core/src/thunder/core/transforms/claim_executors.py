@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from thunder.core.executor import Executor, FusionExecutor, OperatorExecutor, get_default_executors
 from thunder.core.fusion_fallback import with_fallback
 from thunder.core.proxies import Proxy
+from thunder.core.symbolic_shapes import has_symbolic_sizes
 from thunder.core.symbol import DEL, RETURN, BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.region_graph import RegionGraph
@@ -28,6 +29,14 @@ class UnclaimedSymbolError(NotImplementedError):
 
 def claim_executors(trace: Trace, executors: Sequence[Executor]) -> Trace:
     new = from_trace(trace, "Transform for execution")
+    if has_symbolic_sizes(trace):
+        # a fusion definition is built for one shape: with symbolic sizes the operator executors run
+        # everything (core/symbolic_shapes.py), and the header says which executors sat out
+        left_out = [e for e in executors if isinstance(e, FusionExecutor)]
+        if left_out:
+            executors = [e for e in executors if not isinstance(e, FusionExecutor)]
+            names = ", ".join(e.name for e in left_out)
+            new.header += f" (symbolic sizes: fusion executors not used: {names})"
     claimed: list[tuple[BoundSymbol, FusionExecutor | None]] = []
     with tracectx(new):
         ordered: set[int] = set()  # pieces that draw random numbers or seed: they keep program order

@@ -44,9 +44,20 @@ def lookup_type(cls: type, name: str) -> Any:
 
 
 def is_own_code(function: FunctionType) -> bool:
-    """The VM's own helpers (interpreted generators, iterators) always run natively."""
+    """The VM's own helpers (interpreted generators, iterators) always run natively, and so does torch's
+    symbolic-size machinery (``torch.SymInt``'s operators, ``sym_max``, the ShapeEnv): what it does
+    with a symbolic size is recorded as a guard of the compile (thunder.core.symbolic_shapes), not as
+    side effects on its objects for the epilogue to replay."""
     module = function.__module__
-    return module is not None and module.startswith(_OWN_PACKAGE)
+    if module is None:
+        return False
+    if module.startswith(_OWN_PACKAGE) or module.startswith(_SYMBOLIC_MODULES):
+        return True
+    return module == "torch" and function.__qualname__.startswith(_SYMBOLIC_NAMES)
+
+
+_SYMBOLIC_MODULES = ("torch.fx.experimental.sym_node", "torch.fx.experimental.symbolic_shapes", "torch.utils._sympy")
+_SYMBOLIC_NAMES = ("SymInt.", "SymFloat.", "SymBool.", "sym_")
 
 
 def call(context: Any, fn: Any, args: tuple, kwargs: dict) -> Any:

@@ -1,0 +1,243 @@
+"""Symbolic tensor sizes: one compiled program for every length of a dimension that changes.
+
+thunder's traces are specialized to their inputs' shapes. A decode loop whose KV cache grows by one
+each step, or a prefill called with prompts of several lengths, would compile once per length. This
+module makes such sizes *symbolic*, the way torch.compile's "automatic dynamic" does:
+
+- **Which dims.** The first compile of a jitted function is static. A jitted function remembers the
+  shape each tensor input had (keyed by where the input came from: ``args[0]``,
+  ``kwargs['past_key_values'].layers[0].keys``). When a later compile sees the same input with the
+  same number of dims but other sizes, those dims are marked dynamic from then on (``DynamicDims``).
+  ``thunder.jit(fn, dynamic=True)`` marks every dim of every non-parameter input from the first
+  compile; ``dynamic=False`` never marks any. A dynamic dim of size 0 or 1 stays specialized (as in
+  torch): broadcasting and squeezing treat those sizes differently.
+- **The machinery is torch's own** (``torch.fx.experimental.symbolic_shapes.ShapeEnv``): a dynamic
+  dim of an input is a ``torch.SymInt`` in the proxy's shape. Arithmetic on it gives other SymInts
+  (``s0 + 1``) without recording anything; every Python decision on one (``bool`` of a comparison,
+  ``int()``, ``__index__``, ``range``) is answered with the traced value *and recorded as a guard*
+  in the ShapeEnv (``Eq(s0, 5)``, ``s0 + 1 <= s1``; an equality of two symbols replaces one by the
+  other). SymInts cannot be hashed. So a meta function, decomposition or user branch that reads a
+  size either computes symbolically or specializes, and what it specialized on is checked.
+- **The prologue** reads each symbol from its tensor (``s0 = t_input_ids.shape[1]``), checks the
+  tensor's other dims, dtype and device as before, and then, when the whole compile is done (the
+  transforms and executors may add guards too), every guard of the ShapeEnv, every replacement
+  (``s2 == s0 + 1``) and ``s >= 2`` for every symbol (``add_guards``). It passes the symbols to the
+  computation as ``int`` inputs.
+- **The computation** prints a symbolic size as the expression over those inputs
+  (``torch.reshape(t0, (1, s0 + 1, 4, 8))``), so the printed trace runs as it reads.
+- **What does not take part.** Fusion executors are not handed a trace with symbolic sizes (a
+  fusion definition is built for one shape): ``claim_executors`` leaves them out and the trace's
+  header says so. Training is static: a program that needs autograd is traced again without
+  symbols (the backward would need the symbols as saved inputs; not built yet). Any error while
+  compiling with symbols compiles the call statically instead; both fallbacks are recorded in
+  ``compile_stats(fn).dynamic_fallbacks``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from thunder.core.proxies import NumberProxy, Proxy
+
+__all__ = [
+    "NUMBERS",
+    "as_float",
+    "DimProxy",
+    "DynamicDims",
+    "dynamic_dims",
+    "current_dynamic_dims",
+    "Tracing",
+    "is_symbolic",
+    "has_symbolic_sizes",
+    "symbolic_size",
+    "expression",
+    "guard_lines",
+    "ShapeSymbols",
+    "static_size",
+]
+
+
+# A number as an elementwise operand: Python's, a number proxy, or a symbolic size (torch.SymInt & co.)
+NUMBERS = (numbers.Number, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+class DimProxy(NumberProxy):
+    """A computation input standing for one symbolic size; its ``value`` is the size traced with.
+
+    Never used by traced code itself (which sees the ``torch.SymInt``); it only names the input.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, value: int):
+        Proxy.__init__(self, None, prefix="s")
+        self.value = value
+        self.roots = (self,)
+        self.on_specialize = None
+
+    def specialize(self) -> int:  # a DimProxy is never an operand: its SymInt is
+        return int(self.value)
+
+
+def is_symbolic(x: Any) -> bool:
+    return isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)) and x.node.maybe_as_int() is None
+
+
+def static_size(x: Any) -> Any:
+    """A size as a proxy keeps it: an ``int``, or a ``torch.SymInt`` whose value is not yet fixed."""
+    if isinstance(x, torch.SymInt):
+        constant = x.node.maybe_as_int()
+        return x if constant is None else int(constant)
+    return int(x)
+
+
+def as_float(x: Any) -> Any:
+    """``float(x)``, which for a symbolic size is a symbolic float (``float(s0)``), not a guard."""
+    return torch.sym_float(x) if type(x) is torch.SymInt else float(x)
+
+
+def has_symbolic_sizes(trace: Any) -> bool:
+    return any(isinstance(arg, DimProxy) for arg in trace.args)
+
+
+class DynamicDims:
+    """Which dims of which inputs a jitted function compiles as symbolic (automatic dynamic).
+
+    ``mode``: ``None`` (automatic: a dim is dynamic once two compiles saw it with different sizes),
+    ``True`` (every dim of every input but parameters), ``False`` (none).
+    """
+
+    def __init__(self, mode: bool | None = None):
+        self.mode = mode
+        self.seen: dict[str, tuple[int, ...]] = {}
+        self.marked: dict[str, set[int]] = {}
+        self._lock = threading.Lock()
+
+    def dims(self, key: str, tensor: torch.Tensor) -> tuple[int, ...]:
+        """The dims of ``tensor`` (read from ``key``) to trace as symbols; records its shape."""
+        shape = tuple(tensor.shape)
+        if self.mode is False:
+            return ()
+        with self._lock:
+            before = self.seen.get(key)
+            self.seen[key] = shape
+            marked = self.marked.setdefault(key, set())
+            if self.mode is True and not isinstance(tensor, torch.nn.Parameter):
+                marked.update(range(len(shape)))
+            elif before is not None and len(before) == len(shape):
+                marked.update(d for d, (a, b) in enumerate(zip(before, shape)) if a != b)
+            return tuple(d for d in sorted(marked) if d < len(shape) and shape[d] >= 2)
+
+
+_state = threading.local()
+
+
+class Tracing:
+    """One trace under a ``DynamicDims`` policy; ``made_symbols``: whether some size became a symbol."""
+
+    def __init__(self, policy: DynamicDims | None):
+        self.policy = policy
+        self.made_symbols = False
+
+
+@contextlib.contextmanager
+def dynamic_dims(policy: DynamicDims | None) -> Iterator[Tracing]:
+    """While tracing: the policy ``PrologueBuilder.add_tensor`` asks which dims are symbolic.
+
+    A jitted function called while another is traced gets its own (compiles are nested there).
+    """
+    before = getattr(_state, "tracing", None)
+    _state.tracing = tracing = Tracing(policy)
+    try:
+        yield tracing
+    finally:
+        _state.tracing = before
+
+
+def current_dynamic_dims() -> DynamicDims | None:
+    tracing = getattr(_state, "tracing", None)
+    return tracing.policy if tracing is not None else None
+
+
+def _note_symbols_made() -> None:
+    tracing = getattr(_state, "tracing", None)
+    if tracing is not None:
+        tracing.made_symbols = True
+
+
+class ShapeSymbols:
+    """The ShapeEnv of one compile and the names its symbols have in the traces."""
+
+    def __init__(self) -> None:
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        # no duck sizing: two inputs of equal size are two symbols until the program equates them
+        self.env = ShapeEnv(duck_shape=False)
+        self.names: dict[Any, str] = {}  # sympy symbol -> the DimProxy's name
+        self.proxies: list[DimProxy] = []
+        self.env.thunder_names = self.names  # type: ignore[attr-defined] -- read by ``expression``
+        _note_symbols_made()
+
+    def size(self, value: int, where: str, proxy: DimProxy) -> torch.SymInt:
+        from torch._dynamo.source import ConstantSource
+        from torch.fx.experimental.symbolic_shapes import DimDynamic
+
+        source = ConstantSource(where)
+        symbol = self.env.create_symbol(value, source=source, dynamic_dim=DimDynamic.DYNAMIC)
+        self.names[symbol] = proxy.name
+        self.proxies.append(proxy)
+        return self.env.create_symintnode(symbol, hint=value, source=source)
+
+
+def symbolic_size(value: int, where: str, proxy: DimProxy, symbols: ShapeSymbols) -> torch.SymInt:
+    return symbols.size(value, where, proxy)
+
+
+def _printer(names: dict[Any, str]) -> Any:
+    from torch.utils._sympy.printers import PythonPrinter
+
+    class Printer(PythonPrinter):
+        def _print_Symbol(self, symbol: Any) -> str:
+            return names.get(symbol, symbol.name)
+
+        def _print_ToFloat(self, expr: Any) -> str:
+            return f"float({self._print(expr.args[0])})"
+
+    return Printer()
+
+
+def expression(x: Any) -> str:
+    """A SymInt (SymFloat, SymBool) as Python over the traces' size inputs: ``s0 + 1``."""
+    node = x.node
+    constant = node.maybe_as_int() if isinstance(x, torch.SymInt) else None
+    if constant is not None:
+        return repr(int(constant))
+    names = getattr(node.shape_env, "thunder_names", {})
+    return _printer(names).doprint(node.expr)
+
+
+def guard_lines(symbols: ShapeSymbols) -> list[str]:
+    """The conditions the prologue checks once every size input is read, as Python expressions.
+
+    The ShapeEnv's guards and replacements are printed over the original symbols (each is an input
+    read from its tensor), so none relies on another having been simplified away.
+    """
+    import sympy
+
+    env, printer = symbols.env, _printer(symbols.names)
+    conditions: dict[str, None] = {}
+    for symbol in symbols.names:
+        conditions[printer.doprint(sympy.Ge(symbol, 2))] = None  # 0 and 1 are never symbolic
+    for symbol, replacement in env.replacements.items():
+        if symbol in symbols.names:
+            conditions[printer.doprint(sympy.Eq(symbol, replacement))] = None
+    for guard in env.guards:
+        if guard.expr is not sympy.true:
+            conditions[printer.doprint(guard.expr)] = None
+    return list(conditions)
