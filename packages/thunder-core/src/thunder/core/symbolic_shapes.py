@@ -55,6 +55,7 @@ __all__ = [
     "Tracing",
     "is_symbolic",
     "has_symbolic_sizes",
+    "has_symbolic_arguments",
     "symbolic_size",
     "expression",
     "guard_lines",
@@ -100,6 +101,18 @@ def static_size(x: Any) -> Any:
 def as_float(x: Any) -> Any:
     """``float(x)``, which for a symbolic size is a symbolic float (``float(s0)``), not a guard."""
     return torch.sym_float(x) if type(x) is torch.SymInt else float(x)
+
+
+def has_symbolic_arguments(bound_symbol: Any) -> bool:
+    """Whether a bound symbol reads a symbolic size: a SymInt argument, or a tensor with a symbolic dim."""
+    from thunder.core.proxies import TensorProxy
+    from thunder.core.pytree import tree_flatten
+
+    values, _ = tree_flatten((bound_symbol.args, bound_symbol.kwargs))
+    return any(
+        is_symbolic(v) or (isinstance(v, TensorProxy) and any(type(s) is torch.SymInt for s in v.shape))
+        for v in values
+    )
 
 
 def has_symbolic_sizes(trace: Any) -> bool:

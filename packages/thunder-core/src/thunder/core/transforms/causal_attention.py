@@ -26,6 +26,7 @@ import torch
 from thunder.core import dtypes
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic_shapes import has_symbolic_arguments
 from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.claim_executors import operator_callable
 from thunder.core.transforms.common import rename_outputs
@@ -107,6 +108,8 @@ def _constant_value(
         if producer is None:
             return None  # an input of the program (a tensor, or a number under symbolic values)
         if "random" in producer.symbol.tags or len(computation) == _MASK_SLICE_LIMIT:
+            return None
+        if has_symbolic_arguments(producer):  # computed from a symbolic size: no constant (symbolic_shapes.py)
             return None
         computation.append(producer)
         for read in producer.proxy_args():
