@@ -18,6 +18,7 @@ from typing import Any  # noqa: E402
 import torch as _pytorch  # noqa: E402
 
 import thunder.executors  # noqa: E402,F401  -- registers the built-in executors
+from thunder.core import disk_cache as _disk_cache  # noqa: E402
 from thunder.core import pipeline as _pipeline  # noqa: E402
 from thunder.core.executor import (  # noqa: E402
     Executor,
@@ -47,6 +48,8 @@ __all__ = [
     "cache_option",
     "cache_hits",
     "cache_misses",
+    "cache_dir",
+    "clear_cache",
     "list_transforms",
     "last_interpreted_instructions",
     "last_interpreter_log",
@@ -94,6 +97,9 @@ def jit(
             step's forward and backward) into a CUDA graph per input layout and replays it: one launch
             instead of one per kernel, for launch-bound programs; inputs other than parameters are
             copied into the graph's buffers and outputs out of them (``thunder.core.cuda_graphs``).
+            ``disk_cache=False`` neither reads nor writes the on-disk cache of compiled programs
+            (``THUNDER_CACHE_DIR``; on by default unless ``THUNDER_DISK_CACHE=0``; see
+            :func:`clear_cache`).
 
     The options are declared, each with its documentation, in ``thunder.core.options.COMPILE_OPTIONS``.
 
@@ -192,6 +198,32 @@ def cache_hits(fn: Any) -> int:
 def cache_misses(fn: Any) -> int:
     """How many calls of ``fn`` traced and compiled anew (every call with ``"no caching"``)."""
     return compile_stats(fn).cache_misses
+
+
+def cache_dir() -> str:
+    """The folder of the on-disk cache: ``THUNDER_CACHE_DIR`` if set, else ``~/.cache/thunder``.
+
+    A process that compiles a program another process compiled before (same program, options,
+    thunder, torch, executors and device) loads what the transforms and executors made from there
+    instead of making it again; ``compile_stats(fn).disk_cache_hits`` counts those compiles. Triton
+    keeps its kernels in ``<cache_dir>/triton`` unless ``TRITON_CACHE_DIR`` is set.
+
+    Example::
+
+        print(thunder.cache_dir())  # /home/me/.cache/thunder
+    """
+    return _disk_cache.cache_dir()
+
+
+def clear_cache() -> None:
+    """Delete the on-disk cache (the folder :func:`cache_dir` names), thunder's entries and the Triton
+    kernels kept there. Functions already compiled keep their compiled programs in memory.
+
+    Example::
+
+        thunder.clear_cache()
+    """
+    _disk_cache.clear_cache()
 
 
 def list_transforms(fn: Any) -> list[Callable[[Trace], Trace]]:

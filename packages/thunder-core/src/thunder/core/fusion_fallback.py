@@ -48,6 +48,14 @@ class FusionFallback:
         self._torch_program: Callable | None = None
         self._lock = threading.Lock()
 
+    # Kept on disk (core/disk_cache.py) as the runner and its region: another process tries the
+    # executor again rather than inherit this one's fallback.
+    def __getstate__(self) -> dict:
+        return {"runner": self.runner, "region": self.region, "executor_name": self.executor_name}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["runner"], state["region"], state["executor_name"])
+
     def __call__(self, *args: Any) -> Any:
         if self.error is None:
             try:

@@ -118,6 +118,12 @@ COMPILE_OPTIONS: Mapping[str, CompileOption] = {
             "cuda_graphs", "True: capture each compiled function in a CUDA graph and replay it", _bool
         ),
         CompileOption(
+            "disk_cache",
+            "False: neither read nor write the on-disk cache of compiled programs (THUNDER_CACHE_DIR);"
+            " on by default unless THUNDER_DISK_CACHE=0",
+            _bool,
+        ),
+        CompileOption(
             "save_traces", "a folder to write every trace of each compile to (THUNDER_SAVE_TRACES)", _folder
         ),
         CompileOption(

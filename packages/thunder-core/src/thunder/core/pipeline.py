@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import torch
 
+from thunder.core import symbolic_shapes
 from thunder.core.autograd_function import differentiable_callable
 from thunder.core.compile_transform import (
     MODULE_ATTRIBUTE,
@@ -30,15 +31,15 @@ from thunder.core.cuda_graphs import with_cuda_graphs
 from thunder.core.diagnostics import instrumented_compile
 from thunder.core.diagnostics.recompiles import RecompileReason, explain_miss, record_recompile
 from thunder.core.diagnostics.tracebacks import with_user_frames
+from thunder.core.disk_cache import load_or_compile
 from thunder.core.epilogue import Epilogue
 from thunder.core.executor import Executor, resolve_executors
 from thunder.core.options import CACHE_OPTIONS, check_callable, check_compile_options
-from thunder.core import symbolic_shapes
 from thunder.core.prologue import GuardFailure, add_size_guards
-from thunder.core.symbolic_shapes import DynamicDims
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.symbol import BoundSymbol
+from thunder.core.symbolic_shapes import DynamicDims
 from thunder.core.trace import Trace
 from thunder.core.transforms.autograd import saved_bytes, split_forward_backward
 from thunder.core.transforms.causal_attention import use_causal_attention
@@ -57,9 +58,13 @@ __all__ = [
     "CompileData",
     "CompileStats",
     "CacheEntry",
+    "TransformedComputation",
+    "AutogradPlan",
     "JittedFunction",
     "jit",
     "compile_computation",
+    "transform_computation",
+    "link",
     "compile_data",
     "compile_stats",
     "compiled_by_thunder",
@@ -130,6 +135,13 @@ class CompileStats:
     last_saved_for_backward_bytes: int | None = None
     last_interpreted_instructions: list = field(default_factory=list)
     last_stage_seconds: dict[str, float] = field(default_factory=dict)
+    # the on-disk cache (core/disk_cache.py): compiles that loaded an entry, that found none (and
+    # stored what they made: ``disk_cache_writes``), that could not use it, and why the last one not
+    disk_cache_hits: int = 0
+    disk_cache_misses: int = 0
+    disk_cache_writes: int = 0
+    disk_cache_skips: int = 0
+    disk_cache_skip_reason: str | None = None
     # why the last calls that missed the cache recompiled, oldest first (core/diagnostics/recompiles.py)
     recompile_reasons: list[RecompileReason] = field(default_factory=list)
     # why compiles that would have had symbolic sizes were made static (core/symbolic_shapes.py)
@@ -208,10 +220,41 @@ def needs_autograd(computation: Trace) -> bool:
     )
 
 
-def compile_with_autograd(
+@dataclass(frozen=True)
+class AutogradPlan:
+    """How the compiled forward and backward pair up under torch autograd (autograd_function.py)."""
+
+    cotangent_outputs: list[int]
+    saved_inputs_and_outputs: frozenset[int]
+    saved_tensors: frozenset[int]
+    detached_outputs: frozenset[int]
+
+
+@dataclass
+class TransformedComputation:
+    """What the transforms and executors made of a computation trace. Codegen (``link``) needs nothing
+    else, so it is what the on-disk cache stores (core/disk_cache.py)."""
+
+    computation_traces: list[Trace]
+    backward_traces: list[Trace] = field(default_factory=list)
+    autograd: AutogradPlan | None = None  # None: no gradients recorded (``computation_traces[-1]`` runs)
+    no_sync_backward: Trace | None = None  # the backward without collectives, run under ``no_sync()``
+    saved_for_backward_bytes: int | None = None
+
+
+def transform_computation(
     computation: Trace, compile_data: CompileData, stats: CompileStats
-) -> tuple[Callable, list[Trace], list[Trace]]:
-    """Split ``computation`` into forward and backward, compile both, and pair them for torch autograd."""
+) -> TransformedComputation:
+    """The computation through the transforms and executors, with autograd when the call records gradients."""
+    if needs_autograd(computation):
+        return transform_with_autograd(computation, compile_data, stats)
+    return TransformedComputation(compile_computation(computation, compile_data, stats))
+
+
+def transform_with_autograd(
+    computation: Trace, compile_data: CompileData, stats: CompileStats
+) -> TransformedComputation:
+    """Split ``computation`` into forward and backward, and compile both."""
     traces = [computation]
     for user_transform in trace_transforms(compile_data.transforms):
         traces.append(user_transform(traces[-1]))
@@ -229,26 +272,42 @@ def compile_with_autograd(
     unsynchronized = split
     for transform in compile_transforms(compile_data.transforms):  # data parallelism (thunder.distributed)
         split = transform.transform_split(split)
-    stats.last_saved_for_backward_bytes = saved_bytes(split.saved)
-    graphs = _uses_cuda_graphs(compile_data)
     # Without CUDA graphs the backward takes its saved tensors in a list it empties, so that each
     # is freed at its last use instead of at the end of the backward (autograd_function.py).
-    split.backward.takes_argument_list = not graphs
+    split.backward.takes_argument_list = not _uses_cuda_graphs(compile_data)
     forward_traces = traces + compile_computation(split.forward, compile_data, stats, stage_prefix="forward ")
     backward_traces = compile_computation(split.backward, compile_data, stats, stage_prefix="backward ")
-    backward = _backward_callable(backward_traces[-1], unsynchronized, compile_data)
-    if graphs:
-        backward = _taking_argument_list(with_cuda_graphs(backward, graphs, "backward"))
-    forward = with_cuda_graphs(forward_traces[-1].python_callable(), graphs, "forward", forward_traces[-1])
-    run = differentiable_callable(
-        forward,
-        backward,
+    plan = AutogradPlan(
         split.cotangent_outputs,
         _saved_inputs_and_outputs(split),
         frozenset(i for i, p in enumerate(split.saved) if isinstance(p, TensorProxy)),
         frozenset(split.detached_outputs),
     )
-    return run, forward_traces, backward_traces
+    no_sync = _no_sync_backward(split.backward, unsynchronized, compile_data)
+    return TransformedComputation(forward_traces, backward_traces, plan, no_sync, saved_bytes(split.saved))
+
+
+def link(transformed: TransformedComputation, compile_data: CompileData) -> Callable:
+    """The callable that runs ``transformed``: its final traces compiled, paired for torch autograd."""
+    graphs = _uses_cuda_graphs(compile_data)
+    final = transformed.computation_traces[-1]
+    if transformed.autograd is None:
+        return with_cuda_graphs(final.python_callable(), graphs, trace=final)
+    backward = transformed.backward_traces[-1].python_callable()
+    if transformed.no_sync_backward is not None:
+        backward = backward_choosing_sync(backward, transformed.no_sync_backward.python_callable())
+    if graphs:
+        backward = _taking_argument_list(with_cuda_graphs(backward, graphs, "backward"))
+    forward = with_cuda_graphs(final.python_callable(), graphs, "forward", final)
+    plan = transformed.autograd
+    return differentiable_callable(
+        forward,
+        backward,
+        plan.cotangent_outputs,
+        plan.saved_inputs_and_outputs,
+        plan.saved_tensors,
+        plan.detached_outputs,
+    )
 
 
 def _rejects_its_own_call(fn: Callable, entry: CacheEntry, args: tuple, kwargs: dict) -> RuntimeError:
@@ -376,22 +435,21 @@ class JittedFunction:
     def _finish_compile(self, result: FrontendResult) -> CacheEntry:
         data, stats = self._compile_data, self._compile_stats
         grad_mode = _grad_mode_dependence(result.computation)
-        stats.last_saved_for_backward_bytes = None
-        backward_traces: list[Trace] = []
-        if needs_autograd(result.computation):
-            run, computation_traces, backward_traces = compile_with_autograd(result.computation, data, stats)
-        else:
-            computation_traces = compile_computation(result.computation, data, stats)
-            final = computation_traces[-1]
-            run = with_cuda_graphs(final.python_callable(), _uses_cuda_graphs(data), trace=final)
+        transformed = load_or_compile(
+            result.computation, data, stats, lambda: transform_computation(result.computation, data, stats)
+        )
+        stats.last_saved_for_backward_bytes = transformed.saved_for_backward_bytes
+        codegen_start = time.perf_counter()
+        run = link(transformed, data)
+        stats.last_stage_seconds["codegen"] = time.perf_counter() - codegen_start
         codegen_start = time.perf_counter()
         add_size_guards(result.prologue)  # every guard on a symbolic size is known now
         entry = CacheEntry(
             prologue=result.prologue.python_callable(),
             computation=run,
             prologue_traces=[result.prologue],
-            computation_traces=computation_traces,
-            backward_traces=backward_traces,
+            computation_traces=transformed.computation_traces,
+            backward_traces=transformed.backward_traces,
             grad_mode=grad_mode,
             epilogue=result.epilogue,
         )
@@ -440,16 +498,15 @@ def _taking_argument_list(backward: Callable) -> Callable:
     return run
 
 
-def _backward_callable(backward: Trace, unsynchronized: Any, compile_data: CompileData) -> Callable:
-    """The compiled backward; under ``no_sync()`` the compile transforms' backward without collectives."""
+def _no_sync_backward(backward: Trace, unsynchronized: Any, compile_data: CompileData) -> Trace | None:
+    """Under ``no_sync()``, the compile transforms' backward without collectives, compiled now (not on
+    first use: backwards run outside the compile lock, in other threads)."""
     for transform in compile_transforms(compile_data.transforms):
         no_sync = transform.no_sync_backward(unsynchronized)
         if no_sync is not None:
             no_sync.takes_argument_list = backward.takes_argument_list
-            # compiled now, not on first use: backwards run outside the compile lock, in other threads
-            traces = compile_computation(no_sync, compile_data, CompileStats(), stage_prefix="no_sync ")
-            return backward_choosing_sync(backward.python_callable(), traces[-1].python_callable())
-    return backward.python_callable()
+            return compile_computation(no_sync, compile_data, CompileStats(), stage_prefix="no_sync ")[-1]
+    return None
 
 
 def _run_frontend(data: CompileData, args: tuple, kwargs: dict) -> FrontendResult:

@@ -35,7 +35,9 @@ def canonical_dims(dims: Any, ndim: int) -> tuple[int, ...]:
 
 def expand_to(a: Any, shape: tuple[int, ...]) -> Any:
     """``a`` broadcast to ``shape`` (numbers are left alone: prims broadcast them)."""
-    if not isinstance(a, TensorProxy) or a.shape == shape:
+    # lengths first: a tuple compares items before lengths, and a symbolic size against another
+    # dim's size would be a guard (core/symbolic_shapes.py)
+    if not isinstance(a, TensorProxy) or (a.ndim == len(shape) and a.shape == shape):
         return a
     offset = len(shape) - a.ndim
     return prims.broadcast_in_dim(a, shape, tuple(range(offset, len(shape))))
@@ -102,6 +104,8 @@ def to_dtype(a: Any, dtype: dtypes.dtype) -> Any:
     if type(a) is torch.SymInt and not dtype.is_complex and dtype is not dtypes.bool8:
         # a symbolic size (core/symbolic_shapes.py) stays symbolic: converted, not specialized
         return torch.sym_float(a) if dtype.is_floating_point else a
+    if type(a) is torch.SymFloat and dtype.is_floating_point:
+        return a
     if dtype.is_complex:
         return complex(a)
     if isinstance(a, complex) and a.imag != 0:  # as eager: float(1j) would be Python's TypeError

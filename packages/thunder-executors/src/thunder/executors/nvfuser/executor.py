@@ -85,6 +85,10 @@ class FusionStage:
         reshaped = {b.args[0].name for b in region if b.symbol.name == "reshape"}
         self._reshaped_inputs = [i for i, p in enumerate(inputs) if p.name in reshaped]
 
+    def __getstate__(self) -> dict:
+        # kept on disk (core/disk_cache.py) without its definitions: they are defined again on first use
+        return {**self.__dict__, "definitions": {}, "_by_raw_metadata": {}}
+
     def __call__(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         # Looked up by the tensors' raw metadata first (cheaper than the layout on every call,
         # microseconds a tensor); layouts equal under ``layout_key`` share one definition.

@@ -15,10 +15,11 @@ from typing import Any
 
 import torch
 
+from thunder.core import disk_cache
 from thunder.executors.triton.codegen import KernelSource, generate_kernel, iteration_strides
 from thunder.executors.triton.plan import KernelPlan, RegionPlan, ViewStep
 
-__all__ = ["KernelRunner", "RegionRunner", "interpret_mode", "kernel_folder"]
+__all__ = ["KernelRunner", "RegionRunner", "interpret_mode", "kernel_folder", "use_thunder_cache_dir"]
 
 _folder: str | None = None
 _modules: dict[str, Any] = {}
@@ -37,7 +38,17 @@ def kernel_folder() -> str:
     return _folder
 
 
+def use_thunder_cache_dir() -> None:
+    """Triton keeps the kernels it compiles in ``<THUNDER_CACHE_DIR>/triton``, beside thunder's own
+    entries (core/disk_cache.py), unless ``TRITON_CACHE_DIR`` names another folder or the disk cache
+    is off (``THUNDER_DISK_CACHE=0``). Triton reads the variable when it compiles, so setting it before
+    the first kernel is enough; it then holds for the rest of the process."""
+    if "TRITON_CACHE_DIR" not in os.environ and disk_cache.enabled(None):
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(disk_cache.cache_dir(), "triton")
+
+
 def _compile(kernel: KernelSource) -> Any:
+    use_thunder_cache_dir()
     digest = hashlib.sha256(kernel.source.encode()).hexdigest()[:16]
     module = _modules.get(digest)
     if module is None:
@@ -59,6 +70,10 @@ class KernelRunner:
         self.plan = plan
         self.name = name
         self.compiled: dict[tuple, tuple[Any, KernelSource]] = {}
+
+    def __getstate__(self) -> dict:
+        # kept on disk without its compiled kernels (Triton's own cache keeps those): core/disk_cache.py
+        return {**self.__dict__, "compiled": {}}
 
     def layouts(self, inputs: list[torch.Tensor]) -> tuple:
         plan = self.plan

@@ -1,0 +1,173 @@
+"""Symbolic tensor sizes (core/symbolic_shapes.py): one compile for every length of a changing dim.
+
+Each test calls one jitted function many times with changing shapes and compares every result with
+eager PyTorch, then checks the cache counters: a dim whose size changed is symbolic from the next
+compile on, so later sizes hit that entry, unless the program decided something on the size (a
+branch, a specialization), in which case the entry's guards send the call to a new compile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+import torch
+
+import thunder
+from thunder.core.pipeline import compile_stats
+
+
+def _calls(fn: Callable, inputs: Iterable[tuple], **options: Any) -> Callable:
+    jitted = thunder.jit(fn, **options)
+    for args in inputs:
+        torch.testing.assert_close(jitted(*args), fn(*args))
+    assert compile_stats(jitted).dynamic_fallbacks == []
+    return jitted
+
+
+def _computation(jitted: Callable) -> str:
+    return str(thunder.last_traces(jitted)[-1])
+
+
+def _prologue(jitted: Callable) -> str:
+    return str(thunder.last_prologue_traces(jitted)[-1])
+
+
+def test_elementwise_and_broadcast_compile_twice_for_any_length() -> None:
+    def fn(x, y, bias):
+        return (x * 2 + y).relu() + bias
+
+    bias = torch.randn(3)
+    jitted = _calls(fn, [(torch.randn(n, 3), torch.randn(n, 3), bias) for n in (2, 3, 4, 9, 17)])
+    assert thunder.cache_misses(jitted) == 2  # static, then symbolic
+    computation, prologue = _computation(jitted), _prologue(jitted)
+    assert 'x: "cpu f32[s0, 3]"' in computation and "s0 = x.shape[0]" in prologue
+    assert "if not (s0 >= 2): raise GuardFailure" in prologue  # 0 and 1 are never symbolic
+    assert "if not (s1 == s0): raise GuardFailure" in prologue  # x + y equated the two lengths
+
+
+def test_cat_reshape_view_and_matmul_with_a_symbolic_dim() -> None:
+    def fn(x, cache, w):
+        keys = torch.cat([cache, x], dim=1)  # [B, S + 1, D]
+        heads = keys.view(keys.shape[0], keys.shape[1], 2, -1).transpose(1, 2)  # [B, 2, S + 1, D / 2]
+        scores = heads @ heads.transpose(-1, -2)
+        return scores.softmax(-1).reshape(keys.shape[0], -1) @ torch.ones(2 * keys.shape[1] ** 2, 3), keys @ w
+
+    w = torch.randn(8, 5)
+    inputs = [(torch.randn(2, 1, 8), torch.randn(2, s, 8), w) for s in (3, 4, 5, 6, 10)]
+    jitted = _calls(fn, inputs)
+    assert thunder.cache_misses(jitted) == 2
+    assert "1 + s0" in _computation(jitted)
+
+
+def test_slices_index_arange_and_reductions_over_a_symbolic_dim() -> None:
+    def fn(x):
+        n = x.shape[1]
+        positions = torch.arange(n, 2 * n)
+        return x[:, -1], x[:, 1:], x[:, : n - 1].sum(1), x.mean(1), x.amax(1), x * positions, x[:, n // 2]
+
+    jitted = _calls(fn, [(torch.randn(3, n),) for n in (4, 5, 6, 7, 12)])
+    assert thunder.cache_misses(jitted) == 2
+
+
+def test_a_size_used_as_a_number() -> None:
+    def fn(x):
+        n = x.shape[0]
+        return x * n + (n - 1) / 2, x.sum() / n
+
+    jitted = _calls(fn, [(torch.randn(n),) for n in (2, 3, 4, 8)])
+    assert thunder.cache_misses(jitted) == 2
+    computation = _computation(jitted)
+    assert "torch.mul(x, s0)" in computation
+
+
+def test_a_branch_on_a_size_retraces_on_either_side_of_the_threshold() -> None:
+    def fn(x):
+        if x.shape[0] > 4:
+            return x * 2
+        return x - 1
+
+    sizes = (2, 3, 5, 6, 3, 4, 8, 12, 2)
+    jitted = _calls(fn, [(torch.randn(n, 3),) for n in sizes])
+    # 2 static; 3 symbolic with s0 <= 4 (4 hits it); 5 symbolic with 4 < s0 (6, 8, 12 hit it); 2 hits static
+    assert thunder.cache_misses(jitted) == 3
+    prologues = [str(entry.prologue_traces[-1]) for entry in thunder.core.pipeline._jitted(jitted)._cache]
+    assert any("if not (s0 <= 4): raise GuardFailure" in p for p in prologues)
+    assert any("if not (4 < s0): raise GuardFailure" in p or "if not (s0 > 4)" in p for p in prologues)
+
+
+def test_sizes_0_and_1_stay_specialized() -> None:
+    def fn(x):
+        return x.sum(0) + x.shape[0]
+
+    jitted = _calls(fn, [(torch.randn(n, 2),) for n in (3, 4, 1, 0, 5, 1, 0, 7)])
+    assert thunder.cache_misses(jitted) == 4  # 3 static, then symbolic, 1 and 0 static each
+
+
+def test_a_size_that_decides_a_python_value_specializes_and_is_checked() -> None:
+    def fn(x):
+        return x.reshape(-1)[: int(x.shape[0]) * 2] + len(range(x.shape[0]))  # int() and range read the value
+
+    jitted = _calls(fn, [(torch.randn(n, 3),) for n in (2, 3, 4, 5)])
+    assert thunder.cache_misses(jitted) == 4  # every size specialized: one entry each, none stale
+
+
+def test_symbolic_sizes_are_left_to_operator_executors() -> None:
+    def fn(x):
+        return x.exp() + 1
+
+    jitted = _calls(fn, [(torch.randn(n),) for n in (2, 3, 4)])
+    traces = thunder.last_traces(jitted)
+    assert any("s0" in str(t) for t in traces)
+
+
+def test_training_stays_static_and_matches_eager() -> None:
+    def fn(x, w):
+        return (x @ w).tanh().sum()
+
+    jitted = thunder.jit(fn)
+    for n in (2, 3, 4, 5):
+        w = torch.randn(3, 2, requires_grad=True)
+        x = torch.randn(n, 3)
+        expected_w = w.detach().clone().requires_grad_()
+        loss = jitted(x, w)
+        loss.backward()
+        fn(x, expected_w).backward()
+        torch.testing.assert_close(w.grad, expected_w.grad)
+    stats = compile_stats(jitted)
+    assert thunder.cache_misses(jitted) == 4
+    assert all("autograd" in reason for reason in stats.dynamic_fallbacks) and stats.dynamic_fallbacks
+
+
+def test_dynamic_false_and_true() -> None:
+    def fn(x):
+        return x * 2
+
+    inputs = [(torch.randn(n),) for n in (2, 3, 4)]
+    assert thunder.cache_misses(_calls(fn, inputs, dynamic=False)) == 3
+    assert thunder.cache_misses(_calls(fn, inputs, dynamic=True)) == 1
+
+
+def test_no_grad_inference_of_a_module_with_changing_batch_and_length() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16)).eval()
+    jitted = thunder.jit(model)
+    with torch.no_grad():
+        for batch, length in ((2, 3), (2, 5), (3, 5), (4, 7), (2, 9)):
+            x = torch.randn(batch, length, 8)
+            torch.testing.assert_close(jitted(x), model(x))
+    assert thunder.cache_misses(jitted) == 3  # static; length symbolic; batch and length symbolic
+
+
+@pytest.mark.parametrize("size", [2, 3, 7])
+def test_printed_traces_run_for_other_sizes(size: int) -> None:
+    """The execution trace is a program over the size inputs: run with another size, it is right."""
+
+    def fn(x):
+        return torch.cat([x, x[:, :1]], 1).reshape(-1)
+
+    jitted = _calls(fn, [(torch.randn(2, n),) for n in (4, 5)])
+    computation = thunder.last_traces(jitted)[-1].python_callable()
+    x = torch.randn(2, size)
+    (result,) = computation(x, size) if isinstance(computation(x, size), tuple) else (computation(x, size),)
+    torch.testing.assert_close(result, fn(x))
