@@ -83,6 +83,9 @@ class _Printer:
             from thunder.core.symbolic_shapes import expression
 
             text = expression(x)
+            for module in ("math", "torch"):  # FloorToInt prints as math.floor
+                if f"{module}." in text:
+                    self.need_module(module)
             return text if text.isidentifier() or text.lstrip("-").isdigit() else f"({text})"
         if isinstance(x, float):
             return repr(x) if math.isfinite(x) else f"float('{x}')"

@@ -368,6 +368,7 @@ def add_size_guards(prologue: Trace) -> None:
     if symbols is None or prologue._python_callable is not None:
         return
     conditions = symbolic_shapes.guard_lines(symbols)
+    prologue.constants.setdefault("math", math)  # FloorToInt prints as math.floor
     prologue.bound_symbols.insert(len(prologue.bound_symbols) - 1, BoundSymbol(CHECK_SIZES, tuple(conditions)))
 
 
