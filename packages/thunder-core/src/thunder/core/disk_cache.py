@@ -266,10 +266,8 @@ def _executor_named(name: str) -> Any:
 @functools.lru_cache(maxsize=1)
 def _thunder_sources() -> str:
     """A hash of every Python file of the thunder packages (editable installs change no version)."""
-    import thunder
-
     digest = hashlib.sha256()
-    for folder in sorted(set(thunder.__path__)):
+    for folder in sorted(set(sys.modules["thunder"].__path__)):  # every package's portion of the namespace
         for root, dirs, files in os.walk(folder):
             dirs.sort()
             for name in sorted(files):
