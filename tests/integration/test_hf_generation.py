@@ -5,9 +5,13 @@ length and every step writes the new positions into them in place (``index_copy_
 functionalizes and writes back in the epilogue). Shapes therefore stay the same from step to step,
 so a decode loop compiles twice, once for the prompt and once for the one-token steps, however
 many tokens it generates: the static cache is the bucketing (one bucket, the maximum length).
+A prompt of another length compiles the prefill once more, with its length symbolic
+(core/symbolic_shapes.py); later lengths reuse it.
 
 ``DynamicCache`` grows by rebinding its tensors (``layer.keys = torch.cat(...)``): side effects on a
-Python object, which the epilogue replays after every call (interpreter/side_effects.py).
+Python object, which the epilogue replays after every call (interpreter/side_effects.py). Its length
+changes every step; from the second decode compile on it is a symbolic size, so a generation
+compiles three times whatever its length.
 """
 
 from __future__ import annotations
@@ -230,10 +234,57 @@ def test_thunder_module_behaves_as_the_model() -> None:
     assert thunder.cache_misses(jitted) == 1  # model(ids) above ran eagerly
 
 
-def test_dynamic_cache_compiles_once_per_cache_length() -> None:
-    """Point 3 of issue 23, measured: every decode step grows the cache by one, a new shape."""
+def test_dynamic_cache_compiles_a_constant_number_of_times() -> None:
+    """Point 3 of issue 23: every decode step grows the cache by one, a new shape. The cache length
+    becomes a symbolic size (core/symbolic_shapes.py) on the second decode compile, so a generation
+    compiles three times however many tokens it makes: the prompt, the first step (static: one
+    length seen so far), then one program for every later cache length. A new prompt length compiles
+    the prompt once more, symbolic in its length; after that no prompt length compiles anything."""
+    torch.manual_seed(0)
     model = llama().eval()
     jitted = thunder.jit(model)
-    prompt = torch.randint(3, VOCAB, (1, 5))
-    _generate(jitted, prompt, "dynamic", "greedy")
-    assert thunder.cache_misses(jitted) == STEPS  # the prompt, then one per cache length
+    expected_misses = {5: 3, 7: 4, 4: 4, 11: 4}
+    for length, misses in expected_misses.items():
+        prompt = torch.randint(3, VOCAB, (2, length), generator=torch.Generator().manual_seed(length))
+        for steps in (STEPS, 2 * STEPS):
+            options = {"do_sample": False, "max_new_tokens": steps}
+            with torch.no_grad():
+                expected = model.generate(prompt, **options)
+                actual = jitted.generate(prompt, **options)
+            torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+        assert thunder.cache_misses(jitted) == misses
+    assert thunder.compile_stats(jitted).dynamic_fallbacks == []
+    decode = str(thunder.last_traces(jitted)[-1])
+    assert "torch.cat([keys, " in decode and '1 + s' in decode  # the grown cache's length is 1 + s..
+
+
+def test_static_cache_prefill_compiles_once_for_any_prompt_length() -> None:
+    """A StaticCache keeps the decode step's shapes; the prompt's length changes from one generation to
+    the next, and the prefill becomes symbolic in it on its second compile."""
+    torch.manual_seed(0)
+    model = llama().eval()
+    jitted = thunder.jit(model)
+    for length in (5, 7, 4, 9, 6, 2):
+        prompt = torch.randint(0, VOCAB, (2, length), generator=torch.Generator().manual_seed(length))
+        expected = greedy_decode(model, prompt, static_cache(model, 2), steps=3)
+        actual = greedy_decode(jitted, prompt, static_cache(model, 2), steps=3)
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    # prompt of 5, the one-token steps, then the prompt symbolic in its length (7, 4, 9, 6 and 2 hit it)
+    assert thunder.cache_misses(jitted) == 3
+    prologues = [str(e.prologue_traces[-1]) for e in thunder.core.pipeline._jitted(jitted)._cache]
+    assert any("= input_ids.shape[1]" in p for p in prologues)
+
+
+def test_generate_with_a_static_cache_and_changing_prompt_lengths() -> None:
+    """generate() sizes its StaticCache to the prompt plus the new tokens, so both the prompt and the
+    cache change length between generations: after two of them, no new compile."""
+    torch.manual_seed(0)
+    model = llama().eval()
+    jitted = thunder.jit(model)
+    misses = []
+    for length in (5, 7, 4, 9, 6, 8):
+        prompt = torch.randint(3, VOCAB, (1, length), generator=torch.Generator().manual_seed(length))
+        expected = _generate(model, prompt, "static", "greedy")
+        torch.testing.assert_close(_generate(jitted, prompt, "static", "greedy"), expected, rtol=0, atol=0)
+        misses.append(thunder.cache_misses(jitted))
+    assert misses[-1] == misses[-3] and misses[-1] <= 6
