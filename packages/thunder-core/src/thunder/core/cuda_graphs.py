@@ -20,8 +20,12 @@ How inputs and outputs are handled (the graph reads and writes fixed addresses):
 - Programs that cannot be captured (CPU tensors, a synchronizing call like ``.item()``) run
   without a graph, after one ``CudaGraphWarning`` naming the reason.
 
-The first call per layout runs the function once outside the graph (kernels compile there, on a
-side stream as PyTorch requires), then captures it.
+The first call per layout runs the function as it is, without a graph (kernels compile there and
+lazily initialized libraries settle); the second call with that layout captures the graph, on a side
+stream, and replays it. A program that runs once (a training step's first call, which creates the
+optimizer's state) is never captured: a graph keeps its memory pool for as long as it lives, and a
+capture's warm-up run needed scratch copies of every input written in place (a whole training
+step's parameters and optimizer state, twice the memory of the model at the peak).
 """
 
 from __future__ import annotations
@@ -86,6 +90,7 @@ class GraphedFunction:
         self.graphs: dict[tuple, _Captured] = {}
         self.refused: str | None = None  # why graphs are not used, once that is known
         self._last: tuple[tuple, _Captured] | None = None  # the last call's key and graph
+        self._ran: set[tuple] = set()  # keys called once, not yet captured
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> Any:
@@ -101,7 +106,11 @@ class GraphedFunction:
                 return self.fn(*args)
             with self._lock:
                 captured = self.graphs.get(key)
+                if captured is None and key not in self._ran:  # a first call: no graph yet
+                    self._ran.add(key)
+                    return self.fn(*args)
                 if captured is None:
+                    self._ran.discard(key)
                     try:
                         captured = self._capture(args)
                     except Exception as error:  # noqa: BLE001 -- any capture failure runs without a graph
@@ -117,20 +126,12 @@ class GraphedFunction:
         return self._plan(args).key(args)
 
     def _capture(self, args: tuple) -> _Captured:
+        # the call before this one with the same key ran the program without a graph: that was the
+        # warm-up (kernels compiled, libraries initialized), so the capture needs no run of its own
         plan = self._plan(args)
         static_inputs = list(args)
         for index in plan.copied:
             static_inputs[index] = _buffer_like(args[index])
-        # warm up on a side stream: kernels compile and allocator pools settle outside the capture
-        # the warm-up runs the program: inputs it writes in place get a scratch copy, else this call
-        # would apply its update twice (once here, once in the replay that follows the capture)
-        warmup_inputs = [_buffer_like(s) if i in self.mutated and isinstance(s, torch.Tensor) else s
-                         for i, s in enumerate(static_inputs)]  # fmt: skip
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            self.fn(*warmup_inputs)
-        torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             result = self.fn(*static_inputs)
