@@ -410,6 +410,7 @@ def entry_key(computation: Any, compile_data: Any) -> str:
         compile_data.cache_option,
         options,
         torch.is_grad_enabled(),
+        str(torch.get_default_dtype()),  # decompositions traced by the executors' pass promote to it
         _gradient_rules(modules),
     )
     trace_bytes, references = _dumps((computation, settings))

@@ -30,24 +30,51 @@ def _print_hoist(bound_symbol: BoundSymbol) -> list[str]:
 HOIST = Symbol(name="hoist", id="prologue.hoist", meta=lambda *args: None, printer=_print_hoist)
 
 
-def _is_fetch(node: ast.AST) -> bool:
+_NOT_A_BASE = ("not a base",)
+
+
+def _base_key(node: ast.AST) -> tuple | None:
+    """A key equal for equal fetch chains (``ast.dump``'s equality), or None when ``node`` is neither
+    a name, an argument nor a fetch. Built from the keys of the inner nodes, each computed once: a
+    module's prologue holds thousands of fetches nested a few levels deep."""
+    key = getattr(node, "base_key", None)
+    if key is None:
+        key = _compute_base_key(node) or _NOT_A_BASE
+        node.base_key = key  # type: ignore[attr-defined]
+    return None if key is _NOT_A_BASE else key
+
+
+def _constant(node: ast.AST) -> tuple | None:
+    return (type(node.value).__name__, node.value) if isinstance(node, ast.Constant) else None
+
+
+def _compute_base_key(node: ast.AST) -> tuple | None:
+    if isinstance(node, ast.Name):
+        return ("name", node.id)
+    if _is_argument(node):
+        return ("argument", node.value.id, _constant(node.slice))  # type: ignore[attr-defined]
+    return _fetch_key(node)
+
+
+def _fetch_key(node: ast.AST) -> tuple | None:
+    """The key of a fetch (see ``_base_key``), or None when ``node`` is not one."""
     if isinstance(node, ast.Attribute):
-        return _is_base(node.value)
+        base = _base_key(node.value)
+        return None if base is None else ("attribute", base, node.attr)
     if isinstance(node, ast.Subscript):  # args[0] is as cheap as a local: only subscripts of fetches
-        return isinstance(node.slice, ast.Constant) and _is_fetch(node.value)
+        constant = _constant(node.slice)
+        if constant is None or _is_argument(node):
+            return None
+        base = _base_key(node.value)
+        return None if base is None or base[0] in ("name", "argument") else ("subscript", base, constant)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
-        return (
-            len(node.args) == 2
-            and not node.keywords
-            and isinstance(node.args[1], ast.Constant)
-            and isinstance(node.args[1].value, str)
-            and _is_base(node.args[0])
-        )
-    return False
-
-
-def _is_base(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) or _is_argument(node) or _is_fetch(node)
+        if len(node.args) != 2 or node.keywords or not isinstance(node.args[1], ast.Constant):
+            return None
+        if not isinstance(node.args[1].value, str):
+            return None
+        base = _base_key(node.args[0])
+        return None if base is None else ("getattr", base, node.args[1].value)
+    return None
 
 
 def _is_argument(node: ast.AST) -> bool:
@@ -61,7 +88,7 @@ def _is_argument(node: ast.AST) -> bool:
 
 
 class _Replace(ast.NodeTransformer):
-    def __init__(self, repeated: set[str], bound: dict[str, str], new_name: Callable[[], str]):
+    def __init__(self, repeated: set[tuple], bound: dict[tuple, str], new_name: Callable[[], str]):
         self.repeated, self.bound, self.new_name = repeated, bound, new_name
         self.hoisted: list[tuple[str, str]] = []  # (local, expression), innermost first
 
@@ -85,20 +112,21 @@ def hoist_repeated_fetches(
     ``expression_index`` says, per symbol whose argument is a Python expression, which argument.
     """
     trees: list[ast.AST | None] = []
-    counts: Counter[str] = Counter()
+    counts: Counter[tuple] = Counter()
     for b in bound_symbols:
         index = expression_index.get(b.symbol)
         tree = ast.parse(b.args[index], mode="eval").body if index is not None else None
         trees.append(tree)
         if tree is not None:
             for node in ast.walk(tree):
-                if _is_fetch(node):
-                    node.fetch_key = ast.dump(node)  # type: ignore[attr-defined]
-                    counts[node.fetch_key] += 1  # type: ignore[attr-defined]
+                key = _base_key(node)
+                if key is not None and key[0] not in ("name", "argument"):
+                    node.fetch_key = key  # type: ignore[attr-defined]
+                    counts[key] += 1
     repeated = {key for key, count in counts.items() if count > 1}
     if not repeated:
         return bound_symbols
-    bound: dict[str, str] = {}
+    bound: dict[tuple, str] = {}
     result: list[BoundSymbol] = []
     for b, tree in zip(bound_symbols, trees):
         if tree is None:
