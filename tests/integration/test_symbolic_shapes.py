@@ -171,3 +171,29 @@ def test_printed_traces_run_for_other_sizes(size: int) -> None:
     x = torch.randn(2, size)
     (result,) = computation(x, size) if isinstance(computation(x, size), tuple) else (computation(x, size),)
     torch.testing.assert_close(result, fn(x))
+
+
+def test_a_size_turned_into_text_specializes() -> None:
+    """``str`` of a SymInt prints its symbol, without a guard: code keyed on the text would be baked in."""
+    table = {"3": 1.0, "4": 2.0, "5": 3.0}
+
+    def fn(x):
+        return x * table[str(x.shape[0])] + table[f"{x.shape[0]}"] + table[format(x.shape[0], "d")]
+
+    jitted = _calls(fn, [(torch.randn(n),) for n in (3, 4, 5, 4, 3)])
+    assert thunder.cache_misses(jitted) == 3  # one per size: each text is a guarded value
+
+
+def test_cuda_graph_key_holds_the_sizes() -> None:
+    """A graph captured for one length is never replayed for another: the sizes are number inputs of the
+    computation, part of ``GraphedFunction``'s key by value (core/cuda_graphs.py)."""
+    from thunder.core.cuda_graphs import _InputPlan
+
+    def fn(x):
+        return x * 2
+
+    jitted = _calls(fn, [(torch.randn(n),) for n in (3, 4)])
+    computation = thunder.last_traces(jitted)[-1]
+    assert [a.name for a in computation.args] == ["x", "s0"]
+    plan = _InputPlan((torch.randn(4), 4), frozenset())
+    assert plan.key((torch.randn(4), 4)) != plan.key((torch.randn(5), 5))

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from types import CellType, FunctionType
 from typing import Any
 
+import torch
+
 from thunder.interpreter.vm.attributes import has_attribute, load_attribute
 from thunder.interpreter.vm.calls import DEFER, call
 from thunder.interpreter.vm.iteration import get_iterator, next_value
@@ -43,6 +45,22 @@ def _interpretable(context: Any, fn: Any) -> bool:
         return context.hooks.lookaside(fn) is not None
     except TypeError:  # unhashable callables
         return False
+
+
+def _text_of_size(convert: Callable[[Any], str]) -> Callable:
+    def handler(context: Any, args: tuple, kwargs: dict) -> Any:
+        from thunder.interpreter.vm.opcodes_containers import specialized_size
+
+        if kwargs or not args or not isinstance(args[0], (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return DEFER
+        return convert(specialized_size(args[0]), *args[1:])
+
+    return handler
+
+
+# ``str``, ``repr`` and ``format`` of a symbolic size: its traced value, guarded (see specialized_size)
+for _convert in (builtins.str, builtins.repr, builtins.format):
+    _replaces(_convert)(_text_of_size(_convert))
 
 
 @_replaces(builtins.super)

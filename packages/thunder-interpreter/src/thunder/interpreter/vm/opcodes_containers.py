@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import torch
 
 from thunder.core.sources import ItemSource
 from thunder.interpreter.vm.calls import (
@@ -234,11 +237,24 @@ def store_slice(frame: Any, op: Any) -> None:
     container[start:end] = stack.pop()
 
 
-_CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
+def specialized_size(value: Any) -> Any:
+    """A symbolic size (``torch.SymInt`` & co., thunder.core.symbolic_shapes) turned into text is the
+    value it was traced with, guarded: ``str`` of one would print its symbol (``s0``) unguarded, and
+    code that branches on the text (a dict key, a comparison) would be baked into the trace."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(value)](value)
+    return value
+
+
+def _conversion(convert: Callable[[Any], str]) -> Callable[[Any], str]:
+    return lambda value: convert(specialized_size(value))
+
+
+_CONVERSIONS = {0: None, 1: _conversion(str), 2: _conversion(repr), 3: _conversion(ascii)}
 
 
 def _format(value: Any, spec: str) -> str:
-    return value if type(value) is str and not spec else format(value, spec)
+    return value if type(value) is str and not spec else format(specialized_size(value), spec)
 
 
 @handles("FORMAT_VALUE", until=(3, 12))
