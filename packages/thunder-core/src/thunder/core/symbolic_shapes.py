@@ -36,6 +36,7 @@ module makes such sizes *symbolic*, the way torch.compile's "automatic dynamic" 
 from __future__ import annotations
 
 import contextlib
+import functools
 import numbers
 import threading
 from collections.abc import Iterator
@@ -198,14 +199,41 @@ class ShapeSymbols:
         _note_symbols_made()
 
     def size(self, value: int, where: str, proxy: DimProxy) -> torch.SymInt:
-        from torch._dynamo.source import ConstantSource
         from torch.fx.experimental.symbolic_shapes import DimDynamic
 
-        source = ConstantSource(where)
+        source = _size_source(where)
         symbol = self.env.create_symbol(value, source=source, dynamic_dim=DimDynamic.DYNAMIC)
         self.names[symbol] = proxy.name
         self.proxies.append(proxy)
         return self.env.create_symintnode(symbol, hint=value, source=source)
+
+
+@functools.cache
+def _size_source_class() -> type:
+    """A ShapeEnv wants a ``torch._guards.Source`` per symbol (for its messages): a minimal one, since
+    ``torch._dynamo.source`` imports all of dynamo (seconds)."""
+    import dataclasses
+    import inspect
+
+    from torch._guards import GuardSource, Source
+
+    def where(self: Any) -> str:
+        return self.where
+
+    def constant(self: Any) -> GuardSource:
+        return GuardSource.CONSTANT
+
+    # torch 2.13 reads ``name`` and ``guard_source`` as properties, earlier versions call them
+    attribute = not callable(inspect.getattr_static(Source, "name")) or isinstance(
+        inspect.getattr_static(Source, "name"), functools.cached_property
+    )
+    wrap = property if attribute else (lambda f: f)
+    namespace = {"__annotations__": {"where": str}, "name": wrap(where), "guard_source": wrap(constant)}
+    return dataclasses.dataclass(frozen=True)(type("SizeSource", (Source,), namespace))
+
+
+def _size_source(where: str) -> Any:
+    return _size_source_class()(where)
 
 
 def symbolic_size(value: int, where: str, proxy: DimProxy, symbols: ShapeSymbols) -> torch.SymInt:
