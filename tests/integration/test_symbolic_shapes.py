@@ -197,3 +197,23 @@ def test_cuda_graph_key_holds_the_sizes() -> None:
     assert [a.name for a in computation.args] == ["x", "s0"]
     plan = _InputPlan((torch.randn(4), 4), frozenset())
     assert plan.key((torch.randn(4), 4)) != plan.key((torch.randn(5), 5))
+
+
+def test_a_size_written_to_python_state_is_replayed_by_the_epilogue() -> None:
+    """``self.seen = x.shape[0] + 1`` (Mistral's cache counts tokens this way): the epilogue writes the
+    value the computation returns for it, computed from the size inputs."""
+
+    class Counter:
+        seen = 0
+
+    counter = Counter()
+
+    def fn(x, counter):
+        counter.seen = x.shape[0] + 1
+        return x * 2
+
+    jitted = _calls(fn, [(torch.randn(n), counter) for n in (2, 3, 4)])
+    for n in (5, 9):
+        jitted(torch.randn(n), counter)
+        assert counter.seen == n + 1
+    assert thunder.cache_misses(jitted) == 2

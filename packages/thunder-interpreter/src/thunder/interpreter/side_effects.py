@@ -286,7 +286,12 @@ class _EpilogueWriter:
         """An expression for ``value`` in the epilogue."""
         if isinstance(value, torch.Tensor):
             value = self.adopt(value)
-        if isinstance(value, Proxy):
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            # a symbolic size (thunder.core.symbolic_shapes): a value the computation returns, as a proxy
+            constant = value.node.maybe_as_int() if isinstance(value, torch.SymInt) else None
+            if constant is not None:
+                return self.builder.constant(int(constant))
+        if isinstance(value, (Proxy, torch.SymInt, torch.SymFloat, torch.SymBool)):
             index = self._value_index.get(id(value))
             if index is None:
                 index = self._value_index[id(value)] = len(self.values)
