@@ -40,11 +40,12 @@ _PROGRAM = textwrap.dedent(
     import torch
     import thunder
 
+    device = sys.argv[1]
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16), torch.nn.Linear(16, 4)
-    )
-    x = torch.randn(3, 8)
+    ).to(device)
+    x = torch.randn(3, 8, device=device)
     jitted = thunder.jit(model)
     out = jitted(x)
     out.square().sum().backward()
@@ -58,26 +59,42 @@ _PROGRAM = textwrap.dedent(
     stats = thunder.compile_stats(jitted)
     print(json.dumps({"hits": stats.disk_cache_hits, "misses": stats.disk_cache_misses,
                       "writes": stats.disk_cache_writes, "skip": stats.disk_cache_skip_reason,
+                      "forward": str(thunder.last_traces(jitted)[-1]),
                       "backward": str(thunder.last_backward_traces(jitted)[-1])}))
     """
 )
 
 
-def _run_program(path: Path) -> dict:
-    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=os.environ.copy())
+def _run_program(path: Path, device: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, str(path), device], capture_output=True, text=True, env=os.environ.copy()
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_a_second_process_loads_the_entry_and_matches_eager(tmp_path: Path, cache_folder: Path) -> None:
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+        ),
+    ],
+)
+def test_a_second_process_loads_the_entry_and_matches_eager(
+    tmp_path: Path, cache_folder: Path, device: str
+) -> None:
+    """With CUDA: the default executors' fusion regions (nvFuser or Triton) are stored and loaded too."""
     script = tmp_path / "program.py"
     script.write_text(_PROGRAM)
-    first = _run_program(script)
+    first = _run_program(script, device)
     assert (first["hits"], first["misses"], first["writes"]) == (0, 1, 1), first["skip"]
     assert len(_entries(cache_folder)) == 1
-    second = _run_program(script)  # forward and backward checked against eager in the process
+    second = _run_program(script, device)  # forward and backward checked against eager in the process
     assert (second["hits"], second["misses"], second["writes"]) == (1, 0, 0)
-    assert second["backward"] == first["backward"]  # the loaded traces are the ones the first made
+    # the loaded traces are the ones the first process made
+    assert (second["forward"], second["backward"]) == (first["forward"], first["backward"])
 
 
 def _scaled(c: float):
