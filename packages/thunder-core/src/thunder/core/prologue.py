@@ -89,7 +89,8 @@ def _shape_test(name: str, shape: tuple) -> str:
     if None not in shape:
         return f"{name}.shape == {tuple(shape)!r}"
     return " and ".join(
-        [f"{name}.dim() == {len(shape)}"] + [f"{name}.shape[{d}] == {n}" for d, n in enumerate(shape) if n is not None]
+        [f"{name}.dim() == {len(shape)}"]
+        + [f"{name}.shape[{d}] == {n}" for d, n in enumerate(shape) if n is not None]
     )
 
 
@@ -369,7 +370,9 @@ def add_size_guards(prologue: Trace) -> None:
         return
     conditions = symbolic_shapes.guard_lines(symbols)
     prologue.constants.setdefault("math", math)  # FloorToInt prints as math.floor
-    prologue.bound_symbols.insert(len(prologue.bound_symbols) - 1, BoundSymbol(CHECK_SIZES, tuple(conditions)))
+    prologue.bound_symbols.insert(
+        len(prologue.bound_symbols) - 1, BoundSymbol(CHECK_SIZES, tuple(conditions))
+    )
 
 
 def _reflexive(value: Any) -> bool:

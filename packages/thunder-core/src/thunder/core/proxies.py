@@ -187,7 +187,9 @@ class TensorProxy(Proxy):
     ):
         super().__init__(name)
         # a torch.SymInt stays one where its size is symbolic (core/symbolic_shapes.py)
-        self.shape: tuple[int, ...] = tuple(int(s) if type(s) is not torch.SymInt else _size(s) for s in shape)
+        self.shape: tuple[int, ...] = tuple(
+            int(s) if type(s) is not torch.SymInt else _size(s) for s in shape
+        )
         self.dtype: dtypes.dtype = dtypes.to_dtype(dtype)
         self.device: devices.Device = devices.to_device(device)
         self.requires_grad: bool = bool(requires_grad)
@@ -217,7 +219,11 @@ class TensorProxy(Proxy):
         if any(type(s) is torch.SymInt for s in self.shape):
             from thunder.core.symbolic_shapes import expression
 
-            shape = "[" + ", ".join(expression(s) if type(s) is torch.SymInt else str(s) for s in self.shape) + "]"
+            shape = (
+                "["
+                + ", ".join(expression(s) if type(s) is torch.SymInt else str(s) for s in self.shape)
+                + "]"
+            )
             return f'"{self.device} {self.dtype.short_name}{shape}"'
         return f'"{self.device} {self.dtype.short_name}{list(self.shape)}"'
 

@@ -57,11 +57,9 @@ __all__ = [
     "is_symbolic",
     "has_symbolic_sizes",
     "has_symbolic_arguments",
-    "symbolic_size",
     "expression",
     "guard_lines",
     "ShapeSymbols",
-    "static_size",
 ]
 
 
@@ -89,14 +87,6 @@ class DimProxy(NumberProxy):
 
 def is_symbolic(x: Any) -> bool:
     return isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)) and x.node.maybe_as_int() is None
-
-
-def static_size(x: Any) -> Any:
-    """A size as a proxy keeps it: an ``int``, or a ``torch.SymInt`` whose value is not yet fixed."""
-    if isinstance(x, torch.SymInt):
-        constant = x.node.maybe_as_int()
-        return x if constant is None else int(constant)
-    return int(x)
 
 
 def as_float(x: Any) -> Any:
@@ -234,10 +224,6 @@ def _size_source_class() -> type:
 
 def _size_source(where: str) -> Any:
     return _size_source_class()(where)
-
-
-def symbolic_size(value: int, where: str, proxy: DimProxy, symbols: ShapeSymbols) -> torch.SymInt:
-    return symbols.size(value, where, proxy)
 
 
 def _printer(names: dict[Any, str]) -> Any:

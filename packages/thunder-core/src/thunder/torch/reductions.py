@@ -6,10 +6,10 @@ import math
 from typing import Any
 
 import torch
-from thunder.core.symbolic_shapes import as_float
 from thunder.core import dtypes, prims
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
+from thunder.core.symbolic_shapes import as_float
 from thunder.torch.registry import torchsymbol
 from thunder.torch.utils import canonical_dims, check_tensor_argument, structseq, to_dtype
 

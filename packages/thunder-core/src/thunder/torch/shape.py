@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -182,7 +181,9 @@ def getitem(a: TensorProxy, key: Any) -> TensorProxy:
     """Basic indexing: integers, slices, None and Ellipsis."""
     key = key if isinstance(key, tuple) else (key,)
     for k in key:
-        if not (k is None or k is Ellipsis or isinstance(k, (int, slice, torch.SymInt))) or isinstance(k, bool):
+        if not (k is None or k is Ellipsis or isinstance(k, (int, slice, torch.SymInt))) or isinstance(
+            k, bool
+        ):
             from thunder.torch.indexing import advanced_getitem
 
             return advanced_getitem(a, key)

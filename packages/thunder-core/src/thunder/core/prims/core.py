@@ -17,8 +17,8 @@ from typing import Any
 from thunder.core import devices, dtypes
 from thunder.core.gradients import register_vjp
 from thunder.core.proxies import TensorProxy
-from thunder.core.symbolic_shapes import NUMBERS
 from thunder.core.symbol import Symbol, make_prim
+from thunder.core.symbolic_shapes import NUMBERS
 
 ELEMENTWISE = frozenset({"elementwise"})
 REDUCTION = frozenset({"reduction"})

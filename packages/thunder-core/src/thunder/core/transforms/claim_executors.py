@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from thunder.core.executor import Executor, FusionExecutor, OperatorExecutor, get_default_executors
 from thunder.core.fusion_fallback import with_fallback
 from thunder.core.proxies import Proxy
-from thunder.core.symbolic_shapes import has_symbolic_sizes
 from thunder.core.symbol import DEL, RETURN, BoundSymbol
+from thunder.core.symbolic_shapes import has_symbolic_sizes
 from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.region_graph import RegionGraph
 from thunder.core.transforms.region_remat import recompute_between_regions

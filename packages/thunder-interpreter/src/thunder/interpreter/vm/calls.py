@@ -56,7 +56,11 @@ def is_own_code(function: FunctionType) -> bool:
     return module == "torch" and function.__qualname__.startswith(_SYMBOLIC_NAMES)
 
 
-_SYMBOLIC_MODULES = ("torch.fx.experimental.sym_node", "torch.fx.experimental.symbolic_shapes", "torch.utils._sympy")
+_SYMBOLIC_MODULES = (
+    "torch.fx.experimental.sym_node",
+    "torch.fx.experimental.symbolic_shapes",
+    "torch.utils._sympy",
+)
 _SYMBOLIC_NAMES = ("SymInt.", "SymFloat.", "SymBool.", "sym_")
 
 
