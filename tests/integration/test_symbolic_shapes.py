@@ -217,3 +217,18 @@ def test_a_size_written_to_python_state_is_replayed_by_the_epilogue() -> None:
         jitted(torch.randn(n), counter)
         assert counter.seen == n + 1
     assert thunder.cache_misses(jitted) == 2
+
+
+def test_the_disk_cache_does_not_store_programs_with_symbolic_sizes(tmp_path, monkeypatch) -> None:
+    """The prologue of a symbolic program checks guards the transforms and executors added to its sizes;
+    a program loaded from disk would come without them, so such programs are not cached there."""
+    monkeypatch.setenv("THUNDER_DISK_CACHE", "1")
+    monkeypatch.setenv("THUNDER_CACHE_DIR", str(tmp_path))
+
+    def fn(x):
+        return x * 2
+
+    jitted = _calls(fn, [(torch.randn(n),) for n in (3, 4, 5)], disk_cache=True)
+    stats = compile_stats(jitted)
+    assert thunder.cache_misses(jitted) == 2 and stats.disk_cache_skips == 1
+    assert "symbolic sizes" in stats.disk_cache_skip_reason

@@ -116,6 +116,7 @@ class _Pickler(pickle.Pickler):
     def __init__(self, file: io.BytesIO):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.references: set[str] = set()
+        self.may_index = [True]
 
     def reducer_override(self, obj: Any) -> Any:
         from thunder.core import dtypes
@@ -130,7 +131,7 @@ class _Pickler(pickle.Pickler):
         if type(obj) is Trace:
             return _new_trace, (), _trace_state(obj), None, None, _set_trace_state
         if isinstance(obj, Symbol):
-            reference = _symbol_reference(obj)
+            reference = _symbol_reference(obj, self.may_index)
             if reference is not None:
                 self.references.add(reference[0] if reference[0] != "executor" else "thunder")
                 return _resolve_symbol, reference
@@ -223,9 +224,9 @@ def _index_symbols() -> None:
                         _symbol_index.setdefault(id(item), (name, attribute, key))
 
 
-def _symbol_reference(symbol: Any) -> tuple | None:
+def _symbol_reference(symbol: Any, may_index: list) -> tuple | None:
     """Where ``symbol`` is registered (an executor's operator, a module's attribute), checked to give
-    it back, or None."""
+    it back, or None. ``may_index``: non-empty while the modules may be indexed again."""
     executor = symbol.executor
     operators = getattr(executor, "operators", None)
     if isinstance(operators, dict):  # an operator is registered by its name or its printed call
@@ -240,8 +241,9 @@ def _symbol_reference(symbol: Any) -> tuple | None:
             with contextlib.suppress(Exception):
                 if _resolve_symbol(*reference) is symbol:
                     return reference
-        if attempt == 0:
-            _symbol_index.clear()
+        if attempt == 0 and may_index:
+            may_index.clear()  # indexed again at most once per serialization: fusion regions' symbols
+            _symbol_index.clear()  # are made per compile and never found; each would rescan
             _index_symbols()
     return None
 
@@ -394,7 +396,12 @@ def _gradient_rules(modules: set[str]) -> tuple:
 def entry_key(computation: Any, compile_data: Any) -> str:
     """The key of what compiling ``computation`` with ``compile_data`` makes; raises NotCacheable."""
     from thunder.core.compile_transform import compile_transforms
+    from thunder.core.symbolic_shapes import has_symbolic_sizes
 
+    if has_symbolic_sizes(computation):
+        # the prologue checks what the transforms and executors assumed of the sizes (symbolic_shapes.py):
+        # a loaded program would come without those assumptions
+        raise NotCacheable("symbolic sizes: the guards the transforms add to them are not stored")
     if compile_data.transforms:
         kind = (
             "compile transforms (thunder.distributed)"
