@@ -137,7 +137,8 @@ def test_training_stays_static_and_matches_eager() -> None:
         torch.testing.assert_close(w.grad, expected_w.grad)
     stats = compile_stats(jitted)
     assert thunder.cache_misses(jitted) == 4
-    assert all("autograd" in reason for reason in stats.dynamic_fallbacks) and stats.dynamic_fallbacks
+    # traced once with symbols, then static at once: a training step is not traced twice per compile
+    assert len(stats.dynamic_fallbacks) == 1 and "autograd" in stats.dynamic_fallbacks[0]
 
 
 def test_dynamic_false_and_true() -> None:

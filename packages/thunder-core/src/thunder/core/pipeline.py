@@ -334,6 +334,7 @@ class JittedFunction:
         self._last_entry: CacheEntry | None = None
         compile_data.used_options.add("dynamic")
         self._dynamic_dims = DynamicDims(compile_data.options.get("dynamic"))  # core/symbolic_shapes.py
+        self._autograd_blocked_dynamic = False
         self._lock = threading.Lock()  # guards the cache list and the counters; never held while calling out
         functools.update_wrapper(self, compile_data.fn, updated=())
 
@@ -406,10 +407,14 @@ class JittedFunction:
     @instrumented_compile  # progress line, save_traces, hints on errors (core/diagnostics)
     def _compile(self, args: tuple, kwargs: dict) -> CacheEntry:
         self._compile_stats.cache_misses += 1
+        # a training step traced with symbols is traced again static: under grad mode, once that
+        # happened, go static at once rather than tracing every compile twice
+        training = torch.is_grad_enabled() and self._autograd_blocked_dynamic
         try:
-            return self._compile_entry(args, kwargs, self._dynamic_dims)
+            return self._compile_entry(args, kwargs, None if training else self._dynamic_dims)
         except _StaticAgain as again:  # symbolic sizes were not possible: the call compiles static
             self._compile_stats.dynamic_fallbacks.append(again.reason)
+            self._autograd_blocked_dynamic |= again.reason == _NEEDS_AUTOGRAD
             return self._compile_entry(args, kwargs, None)
 
     def _compile_entry(self, args: tuple, kwargs: dict, dynamic: DynamicDims | None) -> CacheEntry:
@@ -426,7 +431,7 @@ class JittedFunction:
         if not symbolic_shapes.has_symbolic_sizes(result.computation):
             return self._finish_compile(result)
         if needs_autograd(result.computation):
-            raise _StaticAgain("the program needs autograd, which symbolic sizes do not support yet")
+            raise _StaticAgain(_NEEDS_AUTOGRAD)
         try:
             return self._finish_compile(result)
         except Exception as error:  # noqa: BLE001 -- anything symbolic sizes broke compiles static instead
@@ -466,6 +471,9 @@ class JittedFunction:
         stats.last_backward_traces = entry.backward_traces
         stats.last_prologue_traces = entry.prologue_traces
         self._last_entry = entry
+
+
+_NEEDS_AUTOGRAD = "the program needs autograd, which symbolic sizes do not support yet"
 
 
 def _failure(stage: str, error: Exception) -> str:
