@@ -56,7 +56,8 @@ class CodeBlock:
         thunder's environment variables (THUNDER_FULL_TRACEBACK, THUNDER_LOGS, ...) are left out."""
         script = folder / self.page.name
         script.write_text(self._numbered_source(), encoding="utf-8")
-        environment = {key: value for key, value in os.environ.items() if not key.startswith("THUNDER_")}
+        kept = ("THUNDER_CACHE_DIR", "THUNDER_DISK_CACHE")  # the test run's cache settings (conftest.py)
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("THUNDER_") or k in kept}
         environment["PYTHON_COLORS"] = "0"  # 3.13 colours tracebacks when told to
         result = subprocess.run(
             [sys.executable, script.name],

@@ -20,7 +20,7 @@ import pytest
 import torch
 from docpages import DOCS, code_blocks
 
-CHECKED_PAGES = ("diagnostics.md", "distributed.md")
+CHECKED_PAGES = ("diagnostics.md", "distributed.md", "compile-cache.md")
 
 
 def _normalized(text: str) -> str:

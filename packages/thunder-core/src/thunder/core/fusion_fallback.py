@@ -54,7 +54,10 @@ class FusionFallback:
         return {"runner": self.runner, "region": self.region, "executor_name": self.executor_name}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["runner"], state["region"], state["executor_name"])
+        self.runner = state["runner"]
+        self.region = state["region"]
+        self.executor_name = state["executor_name"]
+        self.error, self._torch_program, self._lock = None, None, threading.Lock()
 
     def __call__(self, *args: Any) -> Any:
         if self.error is None:
