@@ -267,4 +267,7 @@ def guard_lines(symbols: ShapeSymbols) -> list[str]:
     for guard in env.guards:
         if guard.expr is not sympy.true:
             conditions[printer.doprint(guard.expr)] = None
+    for asserts in env.deferred_runtime_asserts.values():  # torch._check on a size it could not decide
+        for runtime_assert in asserts:
+            conditions[printer.doprint(runtime_assert.expr)] = None
     return list(conditions)
