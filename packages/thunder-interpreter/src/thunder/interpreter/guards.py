@@ -87,6 +87,9 @@ IDENTITY_TYPES = (
 
 
 # What is read from an immutable object checked by identity needs no check of its own, if immutable too.
+# symbolic sizes (thunder.core.symbolic_shapes): what the program decides on one is a guard of the
+# compile's ShapeEnv, checked by the prologue; the value itself is never checked here
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 _IMMUTABLE_TYPES = frozenset({types.CodeType, tuple, str, bytes, int, float, bool, type(None), frozenset})
 
 
@@ -168,6 +171,8 @@ class ValueGuards:
             return self.load_tensor(value, source, name)
         if isinstance(value, Proxy):
             return value  # loaded before: already an input of the computation
+        if isinstance(value, _SYMBOLIC):
+            return value  # a symbolic size: decisions on it are guards of their own (symbolic_shapes.py)
         result = self._load(value, source, name)
         if type(value) not in _IMMUTABLE_TYPES:  # so that the program's reads through it are checked too
             self.register(result, source)
@@ -315,7 +320,7 @@ class ValueGuards:
 def is_guarded_by_attributes(value: Any) -> bool:
     """Whether the table checks ``value`` by its type and the attributes the program reads ("other objects
     of a Python class"), not by identity or value: a later call may pass another such object."""
-    if isinstance(value, (torch.Tensor, Proxy, enum.Enum, tuple, list, dict, *IDENTITY_TYPES)):
+    if isinstance(value, (torch.Tensor, Proxy, enum.Enum, tuple, list, dict, *IDENTITY_TYPES, *_SYMBOLIC)):
         return False
     if (
         _is_sentinel(value)
