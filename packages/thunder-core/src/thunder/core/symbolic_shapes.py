@@ -21,7 +21,7 @@ module makes such sizes *symbolic*, the way torch.compile's "automatic dynamic" 
 - **The prologue** reads each symbol from its tensor (``s0 = t_input_ids.shape[1]``), checks the
   tensor's other dims, dtype and device as before, and then, when the whole compile is done (the
   transforms and executors may add guards too), every guard of the ShapeEnv, every replacement
-  (``s2 == s0 + 1``) and ``s >= 2`` for every symbol (``add_guards``). It passes the symbols to the
+  (``s2 == s0 + 1``) and ``s >= 2`` for every symbol (``prologue.add_size_guards``). It passes the symbols to the
   computation as ``int`` inputs.
 - **The computation** prints a symbolic size as the expression over those inputs
   (``torch.reshape(t0, (1, s0 + 1, 4, 8))``), so the printed trace runs as it reads.
@@ -185,7 +185,8 @@ class ShapeSymbols:
         self.env = ShapeEnv(duck_shape=False)
         self.names: dict[Any, str] = {}  # sympy symbol -> the DimProxy's name
         self.proxies: list[DimProxy] = []
-        self.env.thunder_names = self.names  # type: ignore[attr-defined] -- read by ``expression``
+        # read by ``expression``, which finds a SymInt's ShapeEnv through its node
+        self.env.thunder_printer = _printer(self.names)  # type: ignore[attr-defined]
         _note_symbols_made()
 
     def size(self, value: int, where: str, proxy: DimProxy) -> torch.SymInt:
@@ -245,8 +246,8 @@ def expression(x: Any) -> str:
     constant = node.maybe_as_int() if isinstance(x, torch.SymInt) else None
     if constant is not None:
         return repr(int(constant))
-    names = getattr(node.shape_env, "thunder_names", {})
-    return _printer(names).doprint(node.expr)
+    printer = getattr(node.shape_env, "thunder_printer", None) or _printer({})
+    return printer.doprint(node.expr)
 
 
 def guard_lines(symbols: ShapeSymbols) -> list[str]:
