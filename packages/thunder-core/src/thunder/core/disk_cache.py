@@ -133,7 +133,9 @@ class _Pickler(pickle.Pickler):
         if isinstance(obj, Symbol):
             reference = _symbol_reference(obj, self.may_index)
             if reference is not None:
-                self.references.add(reference[0] if reference[0] != "executor" else "thunder")
+                self.references.add(
+                    reference[0] if reference[0] != "executor" else type(obj.executor).__module__
+                )
                 return _resolve_symbol, reference
             return NotImplemented  # a symbol made for this trace (a fusion region): by value
         if isinstance(obj, Executor):
@@ -141,6 +143,7 @@ class _Pickler(pickle.Pickler):
 
             with contextlib.suppress(Exception):
                 if get_executor(obj.name) is obj:
+                    self.references.add(type(obj).__module__)  # its code joins the key
                     return _executor_named, (obj.name,)
             raise NotCacheable(f"the executor {obj.name!r}, which is not registered under its name")
         if isinstance(obj, dtypes.dtype):
