@@ -238,3 +238,14 @@ def test_triton_keeps_its_kernels_under_the_cache_folder(
     monkeypatch.setenv("TRITON_CACHE_DIR", "/somewhere/else")
     use_thunder_cache_dir()
     assert os.environ["TRITON_CACHE_DIR"] == "/somewhere/else"
+
+
+def test_past_the_size_limit_the_least_recently_used_entries_go(cache_folder: Path) -> None:
+    keys = [f"{i:02x}" * 32 for i in range(3)]
+    for age, key in zip((300, 200, 100), keys):  # keys[0] written first
+        disk_cache._write(key, pickle.dumps(bytes(2**20)))
+        path = disk_cache._entry_path(key)
+        os.utime(path, (os.stat(path).st_atime, os.stat(path).st_mtime - age))
+    assert disk_cache._read(keys[0]) is not None  # used now: the most recently used
+    disk_cache._prune(int(2.5 * 2**20))  # three entries of 1 MiB: down to 3/4 of the limit
+    assert [disk_cache._read(key) is not None for key in keys] == [True, False, False]

@@ -60,11 +60,13 @@ __all__ = [
 
 CACHE_DIR_VARIABLE = "THUNDER_CACHE_DIR"
 DISABLE_VARIABLE = "THUNDER_DISK_CACHE"  # "0": no disk cache
+SIZE_VARIABLE = "THUNDER_CACHE_SIZE_MB"
+DEFAULT_SIZE_MB = 2048
 FORMAT = b"thunder-disk-cache-1\n"
 # Options that change what a compile reports, not what it makes: not part of the key.
 _DIAGNOSTIC_OPTIONS = frozenset({"save_traces", "progress_threshold", "disk_cache"})
 _ENV_PREFIXES = ("THUNDER_", "TRITON_", "NVFUSER_", "PYTORCH_NVFUSER")
-_ENV_IGNORED = frozenset({CACHE_DIR_VARIABLE, DISABLE_VARIABLE, "THUNDER_LOGS", "THUNDER_SAVE_TRACES",
+_ENV_IGNORED = frozenset({CACHE_DIR_VARIABLE, DISABLE_VARIABLE, SIZE_VARIABLE, "THUNDER_LOGS", "THUNDER_SAVE_TRACES",
                           "THUNDER_PROGRESS_THRESHOLD", "THUNDER_FULL_TRACEBACK", "TRITON_CACHE_DIR"})  # fmt: skip
 
 log = logging.getLogger("thunder.disk_cache")
@@ -455,6 +457,37 @@ def _write(key: str, payload: bytes) -> None:
         raise
 
 
+def size_limit() -> int:
+    """The most bytes of entries kept: ``THUNDER_CACHE_SIZE_MB`` (default 2048) megabytes."""
+    try:
+        return int(float(os.environ.get(SIZE_VARIABLE, DEFAULT_SIZE_MB)) * 2**20)
+    except ValueError:
+        return DEFAULT_SIZE_MB * 2**20
+
+
+def _prune(limit: int) -> None:
+    """Past ``limit`` bytes of entries, delete the least recently used down to 3/4 of it. Run after a
+    write (only compiles write); a file another process deletes meanwhile is simply gone."""
+    entries = []
+    with contextlib.suppress(OSError):
+        for folder in os.scandir(os.path.join(cache_dir(), "entries")):
+            if folder.is_dir():
+                for entry in os.scandir(folder.path):
+                    with contextlib.suppress(OSError):
+                        if entry.name.endswith(".pkl"):
+                            status = entry.stat()
+                            entries.append((status.st_mtime, status.st_size, entry.path))
+    total = sum(size for _, size, _ in entries)
+    if total <= limit:
+        return
+    for _, size, path in sorted(entries):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            total -= size
+        if total <= limit * 3 // 4:
+            return
+
+
 def _read(key: str) -> Any | None:
     """The entry stored under ``key``, or None when there is none or it is damaged (then removed)."""
     path = _entry_path(key)
@@ -468,7 +501,10 @@ def _read(key: str) -> Any | None:
     try:
         if not data.startswith(FORMAT) or hashlib.sha256(payload).hexdigest().encode() != checksum:
             raise ValueError("bad header or checksum")
-        return pickle.loads(payload)
+        loaded = pickle.loads(payload)
+        with contextlib.suppress(OSError):
+            os.utime(path)  # its time is its last use: the least recently used go first (_prune)
+        return loaded
     except Exception as error:  # damaged, or written by code that no longer loads: a miss
         log.debug("disk cache: ignoring the damaged entry %s (%s: %s)", path, type(error).__name__, error)
         with contextlib.suppress(OSError):
@@ -501,6 +537,7 @@ def load_or_compile(computation: Any, compile_data: Any, stats: Any, compile: Ca
         payload, _ = _dumps(made)
         _write(key, payload)
         stats.disk_cache_writes += 1
+        _prune(size_limit())
     except NotCacheable as reason:
         stats.disk_cache_skip_reason = f"what the transforms made: {reason}"
         log.debug("disk cache: not stored: %s", stats.disk_cache_skip_reason)
