@@ -633,5 +633,7 @@ def compile_stats(fn: Any) -> CompileStats:
     """Counters and traces of ``fn`` (a function or module from ``thunder.jit``): ``cache_hits``,
     ``cache_misses``, the traces of the last compile, ``last_saved_for_backward_bytes``,
     ``last_stage_seconds``, the seconds each stage of the last compile took, and ``recompile_reasons``,
-    why the last calls that missed the cache recompiled (``RecompileReason``, oldest first)."""
+    why the last calls that missed the cache recompiled (``RecompileReason``, oldest first), and the
+    on-disk cache's counters (``disk_cache_hits``, ``disk_cache_misses``, ``disk_cache_writes``,
+    ``disk_cache_skips`` with ``disk_cache_skip_reason``; core/disk_cache.py)."""
     return _jitted(fn)._compile_stats
