@@ -233,3 +233,26 @@ def test_the_disk_cache_does_not_store_programs_with_symbolic_sizes(tmp_path, mo
     stats = compile_stats(jitted)
     assert thunder.cache_misses(jitted) == 2 and stats.disk_cache_skips == 1
     assert "symbolic sizes" in stats.disk_cache_skip_reason
+
+
+def test_advanced_indexing_with_symbolic_sizes() -> None:
+    """transformers' padding mask indexes ``mask[batch_idx, kv_idx]`` with index tensors of the cache's length."""
+
+    def fn(x, rows, cols):
+        return x[rows], x[:, cols], x[rows[:, None], cols], x[rows, :, None][..., 0]
+
+    def inputs(n: int) -> tuple:
+        x = torch.randn(n, n + 1)
+        return x, torch.arange(n).flip(0), torch.arange(n + 1) % n
+
+    jitted = _calls(fn, [inputs(n) for n in (3, 4, 5, 9)])
+    assert thunder.cache_misses(jitted) == 2
+
+
+def test_advanced_indexing_of_dims_apart() -> None:
+    def fn(x, rows, cols):
+        return x[rows, :, cols], x[:, rows, cols]  # indexed dims apart (result dims in front) and adjacent
+
+    inputs = [(torch.randn(n, n, n), torch.arange(n), torch.arange(n).flip(0)) for n in (3, 4, 6)]
+    jitted = _calls(fn, inputs)
+    assert thunder.cache_misses(jitted) == 2

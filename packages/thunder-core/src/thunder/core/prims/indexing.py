@@ -212,9 +212,31 @@ def _index_meta(a: TensorProxy, indices: Sequence[TensorProxy | None]) -> Tensor
         if index is not None:
             _check_index("index", index)
     _check(any(i is not None for i in indices), lambda: "prims.index needs at least one index tensor")
+    if _has_symbolic_size(a, *indices):
+        return a.replace(shape=_symbolic_index_shape(a.shape, [None if i is None else i.shape for i in indices]))
     meta_indices = [None if i is None else _meta_tensor(i) for i in indices]
     shape = torch.ops.aten.index.Tensor(_meta_tensor(a), meta_indices).shape
     return a.replace(shape=tuple(shape))
+
+
+def _has_symbolic_size(*tensors: TensorProxy | None) -> bool:
+    import torch
+
+    return any(t is not None and any(type(s) is torch.SymInt for s in t.shape) for t in tensors)
+
+
+def _symbolic_index_shape(shape: tuple, index_shapes: list) -> tuple:
+    """``aten.index``'s result shape where a size is symbolic (core/symbolic_shapes.py; torch's meta
+    function wants a fake-tensor mode for those): the index tensors' broadcast shape replaces the dims
+    they index, in place when those dims are adjacent, else in front."""
+    from thunder.core.promotion import broadcast_shapes
+
+    _check(len(index_shapes) <= len(shape), lambda: f"too many indices for tensor of dimension {len(shape)}")
+    positions = [d for d, index_shape in enumerate(index_shapes) if index_shape is not None]
+    indexed = broadcast_shapes(*(index_shapes[d] for d in positions))
+    if positions == list(range(positions[0], positions[-1] + 1)):
+        return (*shape[: positions[0]], *indexed, *shape[positions[-1] + 1 :])
+    return (*indexed, *(size for d, size in enumerate(shape) if d not in positions))
 
 
 index = make_prim("index", _index_meta)
