@@ -292,3 +292,22 @@ def test_generate_with_a_static_cache_and_changing_prompt_lengths() -> None:
         torch.testing.assert_close(_generate(jitted, prompt, "static", "greedy"), expected, rtol=0, atol=0)
         misses.append(thunder.cache_misses(jitted))
     assert misses[-1] == misses[-3] and misses[-1] <= 6
+
+
+def test_padded_generation_with_a_dynamic_cache_compiles_a_constant_number_of_times() -> None:
+    """With padding, transformers builds the mask from ``attention_mask[batch_idx, kv_idx]`` (advanced
+    indexing by index tensors of the cache's length): it stays symbolic too."""
+    torch.manual_seed(0)
+    model = llama().eval()
+    jitted = thunder.jit(model)
+    prompt = torch.randint(3, VOCAB, (2, 5), generator=torch.Generator().manual_seed(1))
+    prompt[0, :2] = 0
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    for steps in (STEPS, 2 * STEPS):
+        options = {"attention_mask": mask, "do_sample": False, "max_new_tokens": steps}
+        with torch.no_grad():
+            expected = model.generate(prompt, **options)
+            actual = jitted.generate(prompt, **options)
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+        assert thunder.cache_misses(jitted) == 3
+    assert thunder.compile_stats(jitted).dynamic_fallbacks == []
