@@ -26,7 +26,7 @@ def _fn(x: torch.Tensor) -> torch.Tensor:
 
 
 def test_cache_is_an_lru_bounded_by_cache_size() -> None:
-    jitted = thunder.jit(_fn, cache_size=2)
+    jitted = thunder.jit(_fn, cache_size=2, dynamic=False)  # an entry per shape (no symbolic size)
     a, b, c = torch.randn(1), torch.randn(2), torch.randn(3)
     for x in (a, b, a, c):  # a was used after b: c evicts b
         torch.testing.assert_close(jitted(x), _fn(x))
@@ -39,7 +39,7 @@ def test_cache_is_an_lru_bounded_by_cache_size() -> None:
 
 
 def test_cache_size_default_and_validation() -> None:
-    jitted = thunder.jit(_fn)
+    jitted = thunder.jit(_fn, dynamic=False)  # an entry per shape (no symbolic size)
     assert thunder.compile_data(jitted).cache_size == DEFAULT_CACHE_SIZE == 32
     for size in range(DEFAULT_CACHE_SIZE + 3):
         jitted(torch.randn(size + 1))
