@@ -256,3 +256,34 @@ def test_advanced_indexing_of_dims_apart() -> None:
     inputs = [(torch.randn(n, n, n), torch.arange(n), torch.arange(n).flip(0)) for n in (3, 4, 6)]
     jitted = _calls(fn, inputs)
     assert thunder.cache_misses(jitted) == 2
+
+
+def test_fusion_executors_sit_out_a_program_with_symbolic_sizes() -> None:
+    """A fusion definition is built for one shape: with symbolic sizes the operator executors run
+    everything, and the execution trace's header says which fusion executor sat out."""
+    from thunder.core.executor import FusionExecutor
+
+    class RecordingFusion(FusionExecutor):
+        def __init__(self) -> None:
+            super().__init__("recordingfuser")
+            self.asked: list[str] = []
+
+        def can_fuse(self, bound_symbol: Any) -> bool:
+            self.asked.append(bound_symbol.symbol.name)
+            return False  # never fuses: only whether it was asked matters here
+
+    fuser = RecordingFusion()
+
+    def fn(x):
+        return x.exp() + 1
+
+    jitted = thunder.jit(fn, executors=[fuser, "torch"])
+    jitted(torch.randn(3))
+    assert fuser.asked  # the static compile offered it the symbols
+    fuser.asked.clear()
+    for n in (4, 5):
+        x = torch.randn(n)
+        torch.testing.assert_close(jitted(x), fn(x))
+    assert thunder.cache_misses(jitted) == 2 and fuser.asked == []
+    execution = next(t for t in thunder.last_traces(jitted) if "Transform for execution" in str(t))
+    assert "symbolic sizes: fusion executors not used: recordingfuser" in str(execution)
