@@ -311,3 +311,31 @@ def test_padded_generation_with_a_dynamic_cache_compiles_a_constant_number_of_ti
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
         assert thunder.cache_misses(jitted) == 3
     assert thunder.compile_stats(jitted).dynamic_fallbacks == []
+
+
+@pytest.mark.parametrize("spelling", ["module", "forward"])
+def test_generate_when_transformers_compiles_the_forward_itself(spelling: str) -> None:
+    """With a static cache on CUDA, ``generate()`` wraps the model's ``__call__`` in torch.compile on its
+    own (here forced on the CPU through its compile config). Through the ThunderModule that is turned off
+    (thunder compiles the forward); with ``model.forward = thunder.jit(model.forward)`` Dynamo meets
+    thunder's function and leaves it to run as it is (it traced thunder's own code, and on CUDA failed)."""
+    config = transformers.CompileConfig()
+    if not hasattr(config, "_compile_all_devices"):
+        pytest.skip("this transformers compiles only on accelerators")
+    config._compile_all_devices = True
+    torch.manual_seed(0)
+    model = llama().eval()
+    model.generation_config.compile_config = config
+    prompt = torch.randint(3, VOCAB, (1, 5), generator=torch.Generator().manual_seed(1))
+    options = {"max_new_tokens": STEPS, "do_sample": False, "cache_implementation": "static"}
+    with torch.no_grad():
+        expected = model.generate(prompt, disable_compile=True, **options)
+        if spelling == "module":
+            jitted = generator = thunder.jit(model)
+        else:
+            jitted = thunder.jit(model.forward)
+            model.forward, generator = jitted, model
+        actual = generator.generate(prompt, **options)
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    assert thunder.cache_misses(jitted) == 2  # the prompt, then the steps: thunder's entries, not Dynamo's
+    assert hasattr(model, "_compiled_call") == (spelling == "forward")

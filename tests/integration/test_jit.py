@@ -488,3 +488,18 @@ def test_an_unsupported_python_is_refused_naming_both_versions(monkeypatch: pyte
     monkeypatch.setattr(version, "sys", types.SimpleNamespace(version_info=(3, 14, 0, "final", 0)))
     with pytest.raises(version.UnsupportedPythonError, match=r"3\.14\.0.*3\.10, 3\.11, 3\.12, 3\.13"):
         thunder.jit(lambda x: x + 1)(torch.ones(2))
+
+
+def test_a_jitted_function_called_from_torch_compiled_code_runs_as_itself() -> None:
+    """torch.compile around a thunder function (transformers' generate() does this to a forward that
+    thunder compiled): Dynamo leaves thunder's call to run natively, through thunder's cache."""
+    jitted = thunder.jit(lambda x: x * 2)
+
+    @torch.compile(backend="eager")
+    def outer(x: torch.Tensor) -> torch.Tensor:
+        return jitted(x + 1) - 1
+
+    for _ in range(2):
+        x = torch.randn(3)
+        torch.testing.assert_close(outer(x), (x + 1) * 2 - 1)
+    assert thunder.cache_misses(jitted) == 1 and thunder.cache_hits(jitted) == 1

@@ -127,15 +127,34 @@ def _routing_forward(thunder_module: ThunderModule, model: torch.nn.Module, meth
             return method(*args, **kwargs)  # already routed (a method calling another through us)
         previous = namespace.get("forward", _ABSENT)
         namespace["forward"] = _compiled_forward(thunder_module, model)
+        # transformers' generate() compiles the forward with torch.compile on its own (a static cache on
+        # CUDA): thunder compiles it here, so that is turned off for the call (the model's own criteria
+        # otherwise; the criteria method is the one transformers consults)
+        criteria = namespace.get(_HF_AUTO_COMPILE, _ABSENT)
+        if hasattr(type(model), _HF_AUTO_COMPILE):
+            namespace[_HF_AUTO_COMPILE] = _never_auto_compile
         try:
             return method(*args, **kwargs)
         finally:
-            if previous is _ABSENT:
-                namespace.pop("forward", None)
-            else:
-                namespace["forward"] = previous
+            _restore(namespace, "forward", previous)
+            if hasattr(type(model), _HF_AUTO_COMPILE):
+                _restore(namespace, _HF_AUTO_COMPILE, criteria)
 
     return call
+
+
+_HF_AUTO_COMPILE = "_valid_auto_compile_criteria"
+
+
+def _never_auto_compile(*args: Any, **kwargs: Any) -> bool:
+    return False
+
+
+def _restore(namespace: dict, name: str, previous: Any) -> None:
+    if previous is _ABSENT:
+        namespace.pop(name, None)
+    else:
+        namespace[name] = previous
 
 
 _ABSENT = object()

@@ -324,6 +324,21 @@ def _rejects_its_own_call(fn: Callable, entry: CacheEntry, args: tuple, kwargs: 
     )
 
 
+_dynamo_is_tracing = torch.compiler.is_compiling
+
+
+@torch._disable_dynamo  # the lazy spelling: torch.compiler.disable imports dynamo at once (seconds)
+def _called_outside_dynamo(jitted: JittedFunction, args: tuple, kwargs: dict) -> Any:
+    """A jitted function called from code that torch.compile traces (transformers' ``generate()``
+    compiles the model's ``__call__`` for a static cache on CUDA, which calls the forward that
+    ``model.forward = thunder.jit(model.forward)`` made): Dynamo would trace thunder's own Python
+    (and fail on its caches); instead the graph breaks there and the call runs natively, through
+    thunder's cache and prologue as any call. The check costs one ``is_compiling()`` per call.
+    (``is_compiling()`` is also true while AOT autograd or export trace a function at run time: then
+    the call runs here as well, not through ``__call__`` again.)"""
+    return jitted._run(args, kwargs)
+
+
 class JittedFunction:
     """A compiled function: calls run a cached computation when its prologue accepts the inputs."""
 
@@ -339,6 +354,11 @@ class JittedFunction:
         functools.update_wrapper(self, compile_data.fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _dynamo_is_tracing():
+            return _called_outside_dynamo(self, args, kwargs)
+        return self._run(args, kwargs)
+
+    def _run(self, args: tuple, kwargs: dict) -> Any:
         found = self._lookup(args, kwargs)
         if found is None:
             try:
