@@ -12,6 +12,8 @@ import keyword
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import torch
+
 __all__ = [
     "Source",
     "ArgumentSource",
@@ -134,7 +136,15 @@ class ItemSource(Source):
         return repr(self.key) if type(self.key) in (int, str) else constant_name(self.key)
 
     def describe(self) -> str:
-        return f"{self.base.describe()}[{self.key!r}]"
+        return f"{self.base.describe()}[{_describe_key(self.key)}]"
+
+
+def _describe_key(key: Any) -> str:
+    """A key as a message shows it: a tensor key (``optimizer.state[p]``) by its kind and shape, not its
+    values (printing a parameter's values took 11 ms, once per parameter of a traced optimizer step)."""
+    if isinstance(key, torch.Tensor):
+        return f"<{type(key).__name__} of shape {tuple(key.shape)}, {key.dtype}>"
+    return repr(key)
 
 
 @dataclass(frozen=True, eq=False)
