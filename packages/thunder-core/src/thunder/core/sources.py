@@ -12,8 +12,6 @@ import keyword
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import torch
-
 __all__ = [
     "Source",
     "ArgumentSource",
@@ -142,8 +140,9 @@ class ItemSource(Source):
 def _describe_key(key: Any) -> str:
     """A key as a message shows it: a tensor key (``optimizer.state[p]``) by its kind and shape, not its
     values (printing a parameter's values took 11 ms, once per parameter of a traced optimizer step)."""
-    if isinstance(key, torch.Tensor):
-        return f"<{type(key).__name__} of shape {tuple(key.shape)}, {key.dtype}>"
+    shape = getattr(key, "shape", None)
+    if shape is not None and hasattr(key, "dtype"):  # a tensor (the interpreter uses this module without torch)
+        return f"<{type(key).__name__} of shape {tuple(shape)}, {key.dtype}>"
     return repr(key)
 
 

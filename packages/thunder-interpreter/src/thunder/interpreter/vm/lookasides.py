@@ -14,8 +14,6 @@ from collections.abc import Callable
 from types import CellType, FunctionType
 from typing import Any
 
-import torch
-
 from thunder.interpreter.vm.attributes import has_attribute, load_attribute
 from thunder.interpreter.vm.calls import DEFER, call
 from thunder.interpreter.vm.iteration import get_iterator, next_value
@@ -49,9 +47,9 @@ def _interpretable(context: Any, fn: Any) -> bool:
 
 def _text_of_size(convert: Callable[[Any], str]) -> Callable:
     def handler(context: Any, args: tuple, kwargs: dict) -> Any:
-        from thunder.interpreter.vm.opcodes_containers import specialized_size
+        from thunder.interpreter.vm.opcodes_containers import specialized_size, symbolic_types
 
-        if kwargs or not args or not isinstance(args[0], (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        if kwargs or not args or not isinstance(args[0], symbolic_types()):
             return DEFER
         return convert(specialized_size(args[0]), *args[1:])
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
-
-import torch
 
 from thunder.core.sources import ItemSource
 from thunder.interpreter.vm.calls import (
@@ -241,9 +240,16 @@ def specialized_size(value: Any) -> Any:
     """A symbolic size (``torch.SymInt`` & co., thunder.core.symbolic_shapes) turned into text is the
     value it was traced with, guarded: ``str`` of one would print its symbol (``s0``) unguarded, and
     code that branches on the text (a dict key, a comparison) would be baked into the trace."""
-    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(value)](value)
+    symbolic = symbolic_types()
+    if isinstance(value, symbolic):
+        return {symbolic[0]: int, symbolic[1]: float, symbolic[2]: bool}[type(value)](value)
     return value
+
+
+def symbolic_types() -> tuple:
+    """torch's symbolic number types; none without torch (the VM runs and is tested without it)."""
+    torch = sys.modules.get("torch")
+    return (torch.SymInt, torch.SymFloat, torch.SymBool) if torch is not None else ()
 
 
 def _conversion(convert: Callable[[Any], str]) -> Callable[[Any], str]:
