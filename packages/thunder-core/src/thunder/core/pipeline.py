@@ -334,9 +334,16 @@ def _called_outside_dynamo(jitted: JittedFunction, args: tuple, kwargs: dict) ->
     ``model.forward = thunder.jit(model.forward)`` made): Dynamo would trace thunder's own Python
     (and fail on its caches); instead the graph breaks there and the call runs natively, through
     thunder's cache and prologue as any call. The check costs one ``is_compiling()`` per call.
-    (``is_compiling()`` is also true while AOT autograd or export trace a function at run time: then
-    the call runs here as well, not through ``__call__`` again.)"""
-    return jitted._run(args, kwargs)
+    (``is_compiling()`` is also true while AOT autograd or export trace a function at run time: the
+    count of calls in here keeps the call below from coming back.)"""
+    _NATIVE_CALLS[0] += 1
+    try:
+        return jitted(*args, **kwargs)
+    finally:
+        _NATIVE_CALLS[0] -= 1
+
+
+_NATIVE_CALLS = [0]  # calls of _called_outside_dynamo under way (a list: Dynamo reads it as a constant)
 
 
 class JittedFunction:
@@ -354,11 +361,8 @@ class JittedFunction:
         functools.update_wrapper(self, compile_data.fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _dynamo_is_tracing():
+        if _dynamo_is_tracing() and not _NATIVE_CALLS[0]:
             return _called_outside_dynamo(self, args, kwargs)
-        return self._run(args, kwargs)
-
-    def _run(self, args: tuple, kwargs: dict) -> Any:
         found = self._lookup(args, kwargs)
         if found is None:
             try:
