@@ -164,12 +164,14 @@ def with_cuda_graphs(fn: Callable, enabled: bool, name: str = "computation", tra
 
 
 def mutated_inputs(trace: Any) -> frozenset:
-    """Positions of the trace's inputs that it writes in place (``inplace.copy_(input, value)``)."""
+    """Positions of the trace's inputs that it writes in place: ``inplace.copy_(input, value)``, or an
+    in-place op that replaced such a copy (``transforms/reinplace.py``: tagged ``writes_input``)."""
     positions = {getattr(arg, "name", None): i for i, arg in enumerate(trace.args)}
     return frozenset(
         positions[bound.args[0].name]
         for bound in trace.bound_symbols
-        if bound.symbol.id == "inplace.copy_" and getattr(bound.args[0], "name", None) in positions
+        if (bound.symbol.id == "inplace.copy_" or "writes_input" in bound.symbol.tags)
+        and getattr(bound.args[0], "name", None) in positions
     )
 
 

@@ -50,6 +50,7 @@ from thunder.core.transforms.early_updates import place_updates_early
 from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
 from thunder.core.transforms.inline_backward import ran_backward
 from thunder.core.transforms.lifetimes import insert_deletes
+from thunder.core.transforms.reinplace import reinplace
 from thunder.core.transforms.remat import fused_recomputable, rematerialize, view_recomputable
 
 __all__ = [
@@ -167,6 +168,9 @@ def compile_computation(
     step("dce", dce)
     _transform_if_changed(traces, stats, stage_prefix + "updates placed early", place_updates_early)
     _transform_if_changed(traces, stats, stage_prefix + "copy-backs placed early", place_copy_backs)
+    if not stage_prefix:  # not a forward or backward of autograd: nothing saved for later reads old values
+        executors = compile_data.executors
+        _transform_if_changed(traces, stats, "reinplaced", functools.partial(reinplace, executors=executors))
     step("executors", functools.partial(claim_executors, executors=compile_data.executors))
     step("dce after executors", dce)
     step("lifetimes", insert_deletes)

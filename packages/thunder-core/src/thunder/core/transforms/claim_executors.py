@@ -185,7 +185,10 @@ def _fuse_regions(
                 regions.append((executor, []))
             regions[chosen][1].append(index)
             latest_region[executor.name] = chosen
-        graph.place(index, chosen, producers, region_of)
+        # an in-place op runs after every node begun before it (``_emit``), as a copy-back does; unlike
+        # a copy-back it has an output, and what reads that must not join a region begun before it
+        ordered_after = "side_effect" in bound_symbol.symbol.tags and bool(bound_symbol.proxy_outputs())
+        graph.place(index, chosen, producers, region_of, after_every_region=ordered_after)
         region_of.append(chosen)
         for proxy in bound_symbol.proxy_outputs():
             producer_of[proxy.name] = index

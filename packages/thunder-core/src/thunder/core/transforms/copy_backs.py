@@ -21,9 +21,9 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import RETURN, BoundSymbol
 from thunder.core.trace import Trace, from_trace
 
-__all__ = ["place_copy_backs"]
+__all__ = ["place_copy_backs", "alias_roots", "BARRIERS"]
 
-_BARRIERS = frozenset({"random", "side_effect"})
+BARRIERS = frozenset({"random", "side_effect"})
 
 
 def place_copy_backs(trace: Trace) -> Trace:
@@ -33,7 +33,7 @@ def place_copy_backs(trace: Trace) -> Trace:
         return trace
     others = [b for b in trace.bound_symbols if b.symbol is not copy and b.symbol is not RETURN]
     returns = [b for b in trace.bound_symbols if b.symbol is RETURN]
-    roots = _alias_roots(trace, others)
+    roots = alias_roots(trace, others)
     last_read: dict[str, int] = {}
     made_at: dict[str, int] = {}
     barrier = -1
@@ -44,7 +44,7 @@ def place_copy_backs(trace: Trace) -> Trace:
                 last_read[root] = index
         for proxy in bound_symbol.proxy_outputs():
             made_at[proxy.name] = index
-        if bound_symbol.symbol.tags & _BARRIERS:
+        if bound_symbol.symbol.tags & BARRIERS:
             barrier = index
     placed: dict[int, list[BoundSymbol]] = {}
     for bound_symbol in copies:
@@ -66,15 +66,22 @@ def place_copy_backs(trace: Trace) -> Trace:
     return new
 
 
-def _alias_roots(trace: Trace, bound_symbols: list[BoundSymbol]) -> dict[str, str]:
-    """Each proxy that may share memory with an input of the trace -> that input's name."""
+def alias_roots(
+    trace: Trace, bound_symbols: list[BoundSymbol], *, every_tensor: bool = False
+) -> dict[str, str]:
+    """Each proxy that may share memory with an input of the trace -> that input's name.
+
+    ``every_tensor``: each tensor a non-view symbol makes is a root too (reinplacing asks which proxies
+    alias an intermediate value that an in-place op will write into).
+    """
     roots = {p.name: p.name for p in trace.args if isinstance(p, TensorProxy)}
     for bound_symbol in bound_symbols:
-        if not is_view_symbol(bound_symbol.symbol) or not bound_symbol.args:
-            continue
-        base = bound_symbol.args[0]
-        root = roots.get(base.name) if isinstance(base, TensorProxy) else None
-        if root is not None:
-            for proxy in bound_symbol.proxy_outputs():
+        base = bound_symbol.args[0] if bound_symbol.args else None
+        viewed = is_view_symbol(bound_symbol.symbol) and isinstance(base, TensorProxy)
+        root = roots.get(base.name) if viewed else None
+        for proxy in bound_symbol.proxy_outputs():
+            if root is not None:
                 roots[proxy.name] = root
+            elif every_tensor and isinstance(proxy, TensorProxy):
+                roots.setdefault(proxy.name, proxy.name)
     return roots

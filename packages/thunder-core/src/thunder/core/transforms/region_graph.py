@@ -38,11 +38,21 @@ class RegionGraph:
         return any(region_of[p] != region and self._upstream(p) & bit for p in producers)
 
     def place(
-        self, index: int, region: int | None, producers: Iterable[int], region_of: list[int | None]
+        self,
+        index: int,
+        region: int | None,
+        producers: Iterable[int],
+        region_of: list[int | None],
+        *,
+        after_every_region: bool = False,
     ) -> None:
-        """Record symbol ``index`` (the next one) in ``region`` (or outside regions, for None)."""
+        """Record symbol ``index`` (the next one) in ``region`` (or outside regions, for None).
+
+        ``after_every_region``: it runs after every region begun so far (an in-place op that has an
+        output, ordered like a copy-back), so nothing that reads its output may join one of those.
+        """
         assert index == len(self._feeds)
-        feeding = 0
+        feeding = (1 << len(self._ancestors)) - 1 if after_every_region and region is None else 0
         for p in producers:
             if region is None or region_of[p] != region:
                 feeding |= self._upstream(p)
