@@ -11,7 +11,13 @@ import torch
 import thunder
 import thunder.core.executor as executor_module
 from thunder.core.executor import FusionExecutor, OperatorExecutor, resolve_executors
-from thunder.executors import nvfuser_executor, torch_compile_executor, torch_executor, triton_executor
+from thunder.executors import (
+    nvfuser_executor,
+    torch_compile_executor,
+    torch_executor,
+    triton_executor,
+    triton_gemv_executor,
+)
 
 # the packages re-export their executor objects under the submodules' name ``executor``
 nvfuser_module = sys.modules["thunder.executors.nvfuser.executor"]
@@ -25,7 +31,9 @@ def _set_available(monkeypatch: pytest.MonkeyPatch, executor: object, available:
 
 @pytest.fixture
 def cuda_machine(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """A CUDA machine without Triton's GEMV executor (``test_defaults_on_cuda_add_triton_gemv`` has it)."""
     monkeypatch.setattr(executor_module, "_cuda_available", lambda: True)
+    _set_available(monkeypatch, triton_gemv_executor, False)
     return monkeypatch
 
 
@@ -75,7 +83,7 @@ def test_triton_says_to_set_triton_interpret_without_cuda(monkeypatch: pytest.Mo
 
 def test_defaults_on_a_cpu_machine_are_torch_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(executor_module, "_cuda_available", lambda: False)
-    for executor in (nvfuser_executor, triton_executor, torch_compile_executor):
+    for executor in (nvfuser_executor, triton_executor, torch_compile_executor, triton_gemv_executor):
         _set_available(monkeypatch, executor, True)  # installed and runnable changes nothing on a CPU
     assert thunder.get_default_executors() == [torch_executor]
 
@@ -88,6 +96,15 @@ def test_defaults_on_cuda_prefer_nvfuser_then_triton(cuda_machine: pytest.Monkey
     assert thunder.get_default_executors() == [triton_executor, torch_executor]
     _set_available(cuda_machine, triton_executor, False)
     assert thunder.get_default_executors() == [torch_executor]
+
+
+def test_defaults_on_cuda_add_triton_gemv_after_the_fusion_executor(cuda_machine: pytest.MonkeyPatch) -> None:
+    _set_available(cuda_machine, nvfuser_executor, True)
+    _set_available(cuda_machine, triton_gemv_executor, True)
+    assert thunder.get_default_executors() == [nvfuser_executor, triton_gemv_executor, torch_executor]
+    _set_available(cuda_machine, nvfuser_executor, False)
+    _set_available(cuda_machine, triton_executor, False)
+    assert thunder.get_default_executors() == [triton_gemv_executor, torch_executor]
 
 
 def test_user_fusion_executor_replaces_the_default_one(cuda_machine: pytest.MonkeyPatch) -> None:

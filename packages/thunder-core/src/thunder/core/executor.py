@@ -234,6 +234,9 @@ _default_names: list[str] | None = None
 # DEFAULT_FUSION_PREFERENCE; then the available executors of DEFAULT_OPERATOR_EXECUTORS, in order
 # (library executors such as attention go before "torch", which runs everything).
 DEFAULT_FUSION_PREFERENCE: tuple[str, ...] = ("nvfuser", "triton")
+# Operator executors that are defaults only where a CUDA device is (after the fusion executor): their
+# kernels win there, and on the CPU they would run in Triton's interpreter.
+DEFAULT_CUDA_OPERATOR_EXECUTORS: tuple[str, ...] = ("triton_gemv",)
 DEFAULT_OPERATOR_EXECUTORS: list[str] = ["torch"]
 
 
@@ -394,7 +397,8 @@ def get_default_executors() -> list[Executor]:
     """The executors ``thunder.jit`` uses when given none, chosen by device and what is installed.
 
     On a machine with a CUDA device: the first available fusion executor of
-    ``DEFAULT_FUSION_PREFERENCE`` (nvFuser, else Triton); then, everywhere, the available executors
+    ``DEFAULT_FUSION_PREFERENCE`` (nvFuser, else Triton) and the available executors of
+    ``DEFAULT_CUDA_OPERATOR_EXECUTORS`` (Triton's GEMV); then, everywhere, the available executors
     of ``DEFAULT_OPERATOR_EXECUTORS`` (torch). On a CPU-only machine that is torch alone.
     ``set_default_executors`` overrides the choice.
     """
@@ -408,6 +412,10 @@ def get_default_executors() -> list[Executor]:
             if executor is not None and _availability(executor)[0]:
                 chosen.append(executor)
                 break
+        for name in DEFAULT_CUDA_OPERATOR_EXECUTORS:
+            executor = _registry.get(name)
+            if executor is not None and _availability(executor)[0]:
+                chosen.append(executor)
     for name in DEFAULT_OPERATOR_EXECUTORS:
         executor = _registry.get(name)
         if executor is not None and _availability(executor)[0]:

@@ -48,6 +48,7 @@ from thunder.core.transforms.copy_backs import place_copy_backs
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.early_updates import place_updates_early
 from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
+from thunder.core.transforms.group_linears import group_linears
 from thunder.core.transforms.inline_backward import ran_backward
 from thunder.core.transforms.lifetimes import insert_deletes
 from thunder.core.transforms.reinplace import reinplace
@@ -171,6 +172,9 @@ def compile_computation(
     if not stage_prefix:  # not a forward or backward of autograd: nothing saved for later reads old values
         executors = compile_data.executors
         _transform_if_changed(traces, stats, "reinplaced", functools.partial(reinplace, executors=executors))
+        _transform_if_changed(
+            traces, stats, "grouped linears", functools.partial(group_linears, executors=executors)
+        )
     step("executors", functools.partial(claim_executors, executors=compile_data.executors))
     step("dce after executors", dce)
     step("lifetimes", insert_deletes)

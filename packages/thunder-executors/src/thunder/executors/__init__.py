@@ -12,6 +12,7 @@ from thunder.core.executor import (
     set_default_executors,
 )
 from thunder.executors import torchex
+from thunder.executors.gemv import executor as triton_gemv_executor
 from thunder.executors.nvfuser import executor as nvfuser_executor
 from thunder.executors.torch_compile import executor as torch_compile_executor
 from thunder.executors.torchex import executor as torch_executor
@@ -21,6 +22,7 @@ __all__ = [
     "torchex",
     "torch_executor",
     "triton_executor",
+    "triton_gemv_executor",
     "nvfuser_executor",
     "torch_compile_executor",
     "list_executors",

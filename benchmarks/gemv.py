@@ -1,0 +1,172 @@
+"""One-row matrix products (decode's weight reads): cuBLAS through ``F.linear`` against thunder's Triton
+GEMV, single and grouped, for the weight shapes of the inference benchmark's models.
+
+Weights are rotated over copies that together exceed the L2 cache, and every variant is timed as
+CUDA-graph replays of a run over all copies, as a decode step replays them. Prints achieved GB/s
+(weights + activations read, outputs written) and, with ``--sweep``, the best Triton configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+import triton
+
+from thunder.executors.triton.gemv import gemv, gemv_config
+
+SHAPES = {  # name: (K, [N, ...]) ; several N: one grouped launch against one F.linear each
+    "tinyllama q": (2048, [2048]),
+    "tinyllama kv": (2048, [256]),
+    "tinyllama qkv": (2048, [2048, 256, 256]),
+    "tinyllama gate+up": (2048, [5632, 5632]),
+    "tinyllama down": (5632, [2048]),
+    "tinyllama head": (2048, [32000]),
+    "8b q/o": (4096, [4096]),
+    "8b kv": (4096, [1024]),
+    "8b qkv": (4096, [4096, 1024, 1024]),
+    "8b gate+up": (4096, [14336, 14336]),
+    "8b down": (14336, [4096]),
+    "8b head": (4096, [128256]),
+}
+
+
+def copy_bandwidth() -> float:
+    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    for _ in range(3):
+        b.copy_(a)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(10):
+        b.copy_(a)
+    end.record()
+    torch.cuda.synchronize()
+    return 2 * a.numel() * 10 / (start.elapsed_time(end) / 1e3) / 1e9
+
+
+def time_graph(run, copies: int, repeats: int = 20) -> float:
+    """Microseconds per call: median over graph replays of ``copies`` calls."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            run()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / copies)
+    return statistics.median(times)
+
+
+def check(x: torch.Tensor, weights: list[torch.Tensor], config) -> float:
+    outs = gemv(x, weights, config)
+    worst = 0.0
+    for out, w in zip(outs, weights):
+        ref = (x.double() @ w.double().T).float()
+        worst = max(worst, ((out.float() - ref).norm() / ref.norm()).item())
+    return worst
+
+
+def host_time(dtype: torch.dtype, calls: int = 2000) -> None:
+    """Microseconds of host time per call, launching without graphs (a jitted decode step without
+    CUDA graphs is host-bound), for one-row products of small weights."""
+    x = torch.randn(1, 1, 2048, device="cuda", dtype=dtype)
+    weights = [torch.randn(n, 2048, device="cuda", dtype=dtype) for n in (2048, 256, 256)]
+    fns = {
+        "F.linear x1": lambda: F.linear(x, weights[0]),
+        "F.linear x3": lambda: [F.linear(x, w) for w in weights],
+        "gemv x1": lambda: gemv(x, weights[:1]),
+        "gemv group of 3": lambda: gemv(x, weights),
+    }
+    for name, fn in fns.items():
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best = min(best, (time.perf_counter() - start) / calls * 1e6)
+            torch.cuda.synchronize()
+        print(f"host {name:16} {best:6.1f} us/call")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--host", action="store_true", help="only the host's time per launch, no graphs")
+    args = parser.parse_args()
+    if args.host:
+        host_time(getattr(torch, args.dtype))
+        return
+    dtype = getattr(torch, args.dtype)
+    print(f"{torch.cuda.get_device_name()}: device copy {copy_bandwidth():.0f} GB/s (read + write)")
+    configs = list(itertools.product([1, 2, 4, 8], [256, 512, 1024, 2048], [4, 8]))
+    rows = []
+    for name in args.shapes.split(","):
+        k, ns = SHAPES[name]
+        group_bytes = sum(n * k for n in ns) * dtype.itemsize
+        copies = max(2, min(64, (512 << 20) // group_bytes))
+        sets = [[torch.randn(n, k, device="cuda", dtype=dtype) / k**0.5 for n in ns] for _ in range(copies)]
+        x = torch.randn(1, 1, k, device="cuda", dtype=dtype)
+        moved = group_bytes + (k + sum(ns)) * dtype.itemsize
+
+        def cublas() -> None:
+            for weights in sets:
+                for w in weights:
+                    F.linear(x, w)
+
+        def triton_run(config):
+            def run() -> None:
+                for weights in sets:
+                    gemv(x, weights, config)
+
+            return run
+
+        base = time_graph(cublas, copies)
+        chosen = gemv_config(k, sum(ns))
+        error = check(x, sets[0], chosen)
+        mine = time_graph(triton_run(chosen), copies)
+        best, best_config = mine, chosen
+        if args.sweep:
+            for config in configs:
+                if config[1] > 2 * triton.next_power_of_2(k):
+                    continue
+                try:
+                    t = time_graph(triton_run(config), copies, repeats=7)
+                except Exception as error_:  # a config that does not compile is skipped
+                    print(f"  {name} {config}: {type(error_).__name__}")
+                    continue
+                if t < best:
+                    best, best_config = t, config
+        rows.append((name, base, mine, best, best_config, moved, error))
+        print(rows[-1], flush=True)
+    print(
+        f"\n{'shape':20} {'cuBLAS us':>10} {'GB/s':>6} {'gemv us':>8} {'GB/s':>6} {'best us':>8} {'GB/s':>6} best config      rel.err"
+    )
+    for name, base, mine, best, config, moved, error in rows:
+        gbs = lambda t: moved / (t * 1e-6) / 1e9  # noqa: E731
+        print(
+            f"{name:20} {base:10.2f} {gbs(base):6.0f} {mine:8.2f} {gbs(mine):6.0f} {best:8.2f} {gbs(best):6.0f} "
+            f"{str(config):16} {error:.1e}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The ``triton_gemv`` executor: one-row linears (a decode step's) as Triton matrix-vector kernels.
+
+It claims ``ltorch.linear`` and ``ltorch.linears`` (several weights of one input, grouped by
+``core/transforms/group_linears.py``) when the input has one row and every tensor is a CUDA tensor
+of float32, float16 or bfloat16 (or a CPU tensor under ``TRITON_INTERPRET=1``). The kernel is
+``triton/gemv.py``; why it beats cuBLAS there is written at its top. It is a default executor on
+machines with a CUDA device and Triton (``core/executor.py``), listed before torch.
+
+At run time a weight that is not contiguous, or a group whose weights differ in dtype or device,
+runs through ``torch.nn.functional.linear`` instead: the checks cost less than a launch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+import thunder.torch as ltorch
+from thunder.core import dtypes
+from thunder.core.executor import OperatorExecutor, register_executor, to_torch_arguments
+from thunder.core.proxies import TensorProxy
+from thunder.core.transforms.group_linears import MAX_GROUP
+
+__all__ = ["executor", "GemvExecutor", "linear", "linears"]
+
+_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+
+
+def _interpret_mode() -> bool:
+    from thunder.executors.triton.cache import interpret_mode
+
+    return interpret_mode()
+
+
+class GemvExecutor(OperatorExecutor):
+    def is_available(self) -> tuple[bool, str]:
+        if importlib.util.find_spec("triton") is None:
+            return False, "triton is not installed (pip install 'thunder[triton]')"
+        if torch.cuda.is_available() or _interpret_mode():
+            return True, ""
+        return False, "no CUDA device (set TRITON_INTERPRET=1 to run Triton's interpreter on the CPU)"
+
+    def convert_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        return to_torch_arguments(args, kwargs)
+
+
+executor = GemvExecutor("triton_gemv")
+register_executor(executor)
+
+
+def _fits(x: object, weights: Sequence[object], biases: Sequence[object]) -> bool:
+    """One row of a supported dtype on a device the kernel runs on, 2-D weights of its dtype."""
+    if not isinstance(x, TensorProxy) or x.ndim == 0 or x.numel() != x.shape[-1] or x.dtype not in _DTYPES:
+        return False
+    device_type = "cpu" if _interpret_mode() else "cuda"
+    tensors = [x, *weights, *(b for b in biases if b is not None)]
+    if not all(
+        isinstance(t, TensorProxy) and t.dtype == x.dtype and t.device.type == device_type for t in tensors
+    ):
+        return False
+    proxies = [t for t in tensors if isinstance(t, TensorProxy)]
+    if any(type(s) is not int for t in proxies for s in t.shape):
+        return False  # symbolic sizes
+    k = x.shape[-1]
+    return k > 0 and all(
+        isinstance(w, TensorProxy) and w.ndim == 2 and w.shape[1] == k and w.shape[0] > 0 for w in weights
+    )
+
+
+def _run(
+    x: torch.Tensor, weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor | None]
+) -> list[torch.Tensor]:
+    if all(w.is_contiguous() for w in weights) and all(b is None or b.is_contiguous() for b in biases):
+        from thunder.executors.triton.gemv import gemv
+
+        return gemv(x, weights, biases)
+    return [F.linear(x, w, b) for w, b in zip(weights, biases)]
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    return _run(x, (weight,), (bias,))[0]
+
+
+def linears(
+    x: torch.Tensor, weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor | None]
+) -> tuple[torch.Tensor, ...]:
+    return tuple(_run(x, weights, biases))
+
+
+def _linear_fits(x: object, weight: object, bias: object = None) -> bool:
+    return _fits(x, (weight,), (bias,))
+
+
+def _linears_fit(x: object, weights: Sequence[object], biases: Sequence[object]) -> bool:
+    return 1 <= len(weights) <= MAX_GROUP and len(biases) == len(weights) and _fits(x, weights, biases)
+
+
+executor.register_implementation(
+    ltorch.linear,
+    executor.register_operator("gemv_linear", fn=linear, like=ltorch.linear),
+    checker=_linear_fits,
+)
+executor.register_implementation(
+    ltorch.linears,
+    executor.register_operator("gemv_linears", fn=linears, like=ltorch.linears),
+    checker=_linears_fit,
+)
