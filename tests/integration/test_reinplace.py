@@ -149,6 +149,54 @@ def test_an_update_whose_source_is_a_view_of_the_memory_it_writes_keeps_the_copy
     assert _in_place_writes(jitted) == [] and _copied_back(jitted) == ["cache"]
 
 
+class SliceCache(torch.nn.Module):
+    """A user's KV cache: ``cache[:, :, start:end] = k`` (and transformers' caches that slice)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("keys", torch.zeros(2, 3, 8, 4))
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, start: int) -> torch.Tensor:
+        self.keys[:, :, start : start + k.shape[2]] = k
+        self.keys[:, :, -1] = k[:, :, 0] * 2  # an int index: a slice and a reshape
+        return (q @ self.keys.transpose(-1, -2)).softmax(-1)
+
+
+def test_slice_writes_into_a_cache_run_in_place() -> None:
+    module, reference = SliceCache(), SliceCache()
+    jitted = thunder.jit(module)
+    for start in (0, 1, 3, 1):
+        q, k = torch.randn(2, 3, 2, 4), torch.randn(2, 3, 2, 4)
+        torch.testing.assert_close(jitted(q, k, start), reference(q, k, start))
+        torch.testing.assert_close(module.keys, reference.keys)
+    writes = _in_place_writes(jitted)
+    assert [method for method, _ in writes] == ["write_slice_"] * 2 and writes[0][1] == "keys"
+    assert _copied_back(jitted) == []
+    assert "inplace.write_slice_(keys, k, [0, 0, 1, 0], [2, 3, 3, 4], [1, 1, 1, 1])" in str(
+        _execution(jitted)
+    )
+
+
+def test_a_slice_write_of_a_slice_of_the_same_tensor_keeps_the_copy_back() -> None:
+    def step(cache: torch.Tensor) -> torch.Tensor:
+        cache[3:5] = cache[0:2]  # the source aliases the cache (another part): kept out of place
+        return cache.sum(0)
+
+    jitted = _check_calls(step, lambda call: (torch.randn(5, 3),))
+    assert _in_place_writes(jitted) == [] and _copied_back(jitted) == ["cache"]
+
+
+def test_an_update_of_a_slice_computed_from_it() -> None:
+    def step(cache: torch.Tensor, x: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        cache.index_copy_(0, position, x)
+        cache[-1].add_(1)  # a length counted in place: reads the slice, then writes it
+        return cache.sum(0) * 2
+
+    jitted = _check_calls(step, lambda call: (torch.randn(5, 3), torch.randn(1, 3), torch.tensor([call])))
+    assert [method for method, _ in _in_place_writes(jitted)] == ["index_copy_", "write_slice_"]
+    assert _copied_back(jitted) == []
+
+
 # --- several writes, views, aliases ---------------------------------------------------------------
 
 

@@ -90,6 +90,12 @@ def _zero_of(dtype: dtypes.dtype) -> Any:
 def _write_slice(base: TensorProxy, value: TensorProxy, start: Any, end: Any, strides: Any) -> TensorProxy:
     if value.numel() == 0:
         return base
+    return write_slice(base, value, start, end, strides)
+
+
+def _write_slice_decomposition(
+    base: TensorProxy, value: TensorProxy, start: Any, end: Any, strides: Any
+) -> TensorProxy:
     config = []
     for size, low, stride, out_size in zip(base.shape, start, strides, value.shape):
         high = size - low - (out_size - 1) * stride - 1
@@ -98,6 +104,20 @@ def _write_slice(base: TensorProxy, value: TensorProxy, start: Any, end: Any, st
     inside = prims.full(value.shape, True, device=value.device, dtype=dtypes.bool8)
     mask = prims.pad(inside, False, config)
     return prims.where(mask, padded, base)
+
+
+# ``base`` with ``base[start:end:strides] = value`` (one slice per dim), out of place: one symbol, so that
+# reinplacing (transforms/reinplace.py) can write it in place as ``write_slice_``; executors run its
+# decomposition (a pad and a select).
+write_slice = Symbol(
+    name="write_slice", id="inplace.write_slice", decomposition=_write_slice_decomposition, module="inplace"
+)
+
+
+def write_slice_(base: torch.Tensor, value: torch.Tensor, start: Any, end: Any, strides: Any) -> torch.Tensor:
+    """``write_slice`` in place: ``base[start:end:strides] = value``, returning ``base``."""
+    base[tuple(slice(low, high, step) for low, high, step in zip(start, end, strides))].copy_(value)
+    return base
 
 
 def _write_opaque(base: TensorProxy, value: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:

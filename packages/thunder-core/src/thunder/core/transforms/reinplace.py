@@ -46,16 +46,18 @@ __all__ = ["reinplace", "RULES", "inplace_symbol", "WRITES_INPUT"]
 # The tag of a symbol that writes its first argument in place (a real input's memory, when it is one).
 WRITES_INPUT = "writes_input"
 
-# functional symbol id -> the ``torch.Tensor`` method doing it in place; both take the same arguments
-# (the torch language mirrors torch's signatures), the method's ``self`` being the symbol's first.
+# functional symbol id -> its in-place form, as printed: a ``torch.Tensor`` method, or a function of
+# ``core/inplace.py``. Both take the functional symbol's arguments (the torch language mirrors torch's
+# signatures), the first being the tensor written.
 RULES: dict[str, str] = {
-    "ltorch.index_copy": "index_copy_",
-    "ltorch.index_put": "index_put_",
-    "ltorch.index_add": "index_add_",
-    "ltorch.index_fill": "index_fill_",
-    "ltorch.scatter": "scatter_",
-    "ltorch.scatter_add": "scatter_add_",
-    "ltorch.masked_fill": "masked_fill_",
+    "ltorch.index_copy": "torch.Tensor.index_copy_",
+    "ltorch.index_put": "torch.Tensor.index_put_",
+    "ltorch.index_add": "torch.Tensor.index_add_",
+    "ltorch.index_fill": "torch.Tensor.index_fill_",
+    "ltorch.scatter": "torch.Tensor.scatter_",
+    "ltorch.scatter_add": "torch.Tensor.scatter_add_",
+    "ltorch.masked_fill": "torch.Tensor.masked_fill_",
+    "inplace.write_slice": "inplace.write_slice_",  # ``x[..., a:b] = v``, and other writes through slices
 }
 
 
@@ -64,18 +66,20 @@ def _same_as_self(a: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
 
 
 @functools.cache  # not a module-level dict: the disk cache then stores the symbol by value
-def inplace_symbol(method: str) -> Symbol:
-    """``torch.Tensor.<method>`` as a trace symbol run by the torch executor."""
+def inplace_symbol(call: str) -> Symbol:
+    """The in-place form ``call`` (a value of ``RULES``) as a trace symbol run by the torch executor."""
     import torch  # lazily: nothing of the pipeline imports torch through this module
 
+    from thunder.core import inplace
     from thunder.core.executor import get_executor
 
+    module, name = call.rsplit(".", 1)
     return Symbol(
-        name=method,
-        id=f"torch.Tensor.{method}",
+        name=name,
+        id=call,
         meta=_same_as_self,
-        module="torch.Tensor",
-        fn=getattr(torch.Tensor, method),
+        module=module,
+        fn=getattr(torch.Tensor if module == "torch.Tensor" else inplace, name),
         executor=get_executor("torch"),
         tags=frozenset({"side_effect", WRITES_INPUT}),
     )
