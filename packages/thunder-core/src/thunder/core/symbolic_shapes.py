@@ -188,6 +188,7 @@ class ShapeSymbols:
         # read by ``expression``, which finds a SymInt's ShapeEnv through its node
         self.env.thunder_printer = _printer(self.names)  # type: ignore[attr-defined]
         _note_symbols_made()
+        _specialize_text_of_sizes()
 
     def size(self, value: int, where: str, proxy: DimProxy) -> torch.SymInt:
         from torch.fx.experimental.symbolic_shapes import DimDynamic
@@ -197,6 +198,47 @@ class ShapeSymbols:
         self.names[symbol] = proxy.name
         self.proxies.append(proxy)
         return self.env.create_symintnode(symbol, hint=value, source=source)
+
+
+def _specialize_text_of_sizes() -> None:
+    """Text of one of our symbolic sizes is its traced value, guarded, however the text is made.
+
+    torch prints a SymInt as its symbol (``s0``) and records no guard, so ``str(x.shape)``,
+    ``"{}".format(n)``, ``",".join(map(str, x.shape))``, ``print(n)`` or an f-string of a tuple of
+    sizes would give text that eager never gives, baked into every later call. Those conversions
+    happen inside native code (``tuple.__repr__``, ``str.format``), out of the interpreter's reach,
+    so the types' own ``__repr__`` and ``__format__`` answer with ``int(n)`` (``float``, ``bool``),
+    which records ``Eq(s0, 5)``: a size turned into text specializes, as any decision on it does.
+    Only sizes of a thunder ShapeEnv (``thunder_printer``) while a compile traces are concerned;
+    any other SymInt (torch.compile's) prints as torch prints it.
+    """
+    for symbolic_type, concrete in ((torch.SymInt, int), (torch.SymFloat, float), (torch.SymBool, bool)):
+        if "_thunder_original_text" in vars(symbolic_type):
+            continue
+        original = (symbolic_type.__repr__, symbolic_type.__format__)
+
+        def text(self: Any, concrete: type = concrete, original: tuple = original) -> str:
+            if _specializes_as_text(self):
+                return repr(concrete(self))
+            return original[0](self)
+
+        def formatted(self: Any, spec: str, concrete: type = concrete, original: tuple = original) -> str:
+            if _specializes_as_text(self):
+                return format(concrete(self), spec)
+            return original[1](self, spec)
+
+        symbolic_type._thunder_original_text = original  # type: ignore[attr-defined]
+        symbolic_type.__repr__ = text  # type: ignore[method-assign]
+        symbolic_type.__format__ = formatted  # type: ignore[method-assign]
+
+
+def _specializes_as_text(x: Any) -> bool:
+    node = getattr(x, "node", None)
+    return (
+        getattr(_state, "tracing", None) is not None
+        and getattr(getattr(node, "shape_env", None), "thunder_printer", None) is not None
+        and is_symbolic(x)
+    )
 
 
 @functools.cache

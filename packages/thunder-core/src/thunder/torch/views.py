@@ -225,7 +225,9 @@ def chunk(input: TensorProxy, chunks: int, dim: int = 0) -> tuple[TensorProxy, .
     if input.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     length = input.shape[canonical_dim(dim, input.ndim)]
-    return split(input, math.ceil(length / chunks) if length else 0, dim)
+    if not length:  # torch gives ``chunks`` empty pieces (a split by 0 would give one)
+        return split(input, [0] * chunks, dim)
+    return split(input, math.ceil(length / chunks), dim)
 
 
 @torchsymbol(torch.tensor_split, torch.Tensor.tensor_split, method="tensor_split", tags=SHAPE)

@@ -103,16 +103,28 @@ def _thunder_isinstance(obj: Any, classinfo: Any) -> bool:
         return any(isinstance(c, type) and issubclass(torch.Tensor, c) for c in classes)
     if isinstance(obj, NumberProxy):  # its type, which the prologue checks
         return isinstance(obj.value, classinfo)
+    size_type = _SIZE_TYPES.get(type(obj))
+    if size_type is not None:  # a symbolic size is an int in eager (every value of it is)
+        return isinstance(obj, classinfo) or issubclass(size_type, classinfo)
     return isinstance(obj, classinfo)
 
 
 def _thunder_type(*args: Any) -> Any:
-    """``type`` that answers ``torch.Tensor`` for a tensor proxy, as it would for the tensor."""
+    """``type`` that answers ``torch.Tensor`` for a tensor proxy, as it would for the tensor, and
+    ``int`` for a symbolic size (``torch.SymInt``; core/symbolic_shapes.py)."""
     if len(args) == 1 and isinstance(args[0], TensorProxy):
         return torch.Tensor
     if len(args) == 1 and isinstance(args[0], NumberProxy):
         return type(args[0].value)
+    if len(args) == 1 and type(args[0]) in _SIZE_TYPES:
+        return _SIZE_TYPES[type(args[0])]
     return type(*args)
+
+
+# A symbolic size stands for the Python number eager has there: a program that tells ints apart
+# (``isinstance(dim, int)``, ``type(n) is int``, as code normalizing a size argument does) must
+# take eager's branch. The type needs no guard: every value of the size is an int.
+_SIZE_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
 
 
 def _is_compiling() -> bool:

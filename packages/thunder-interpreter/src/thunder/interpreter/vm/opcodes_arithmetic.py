@@ -7,6 +7,7 @@ from typing import Any
 
 from thunder.interpreter.vm.calls import call, check_lookup_key, lookup_type
 from thunder.interpreter.vm.dispatch import PY313, handles
+from thunder.interpreter.vm.opcodes_containers import specialized_size, symbolic_types
 from thunder.interpreter.vm.operators import (
     binary_operation,
     compare,
@@ -86,7 +87,23 @@ def is_op(frame: Any, op: Any) -> None:
     stack = frame.stack
     right = stack.pop()
     frame.context.hooks.on_identity_test(stack[-1], right)
-    stack[-1] = (stack[-1] is right) != bool(op.arg)
+    left, right = _identity_operands(stack[-1], right)
+    stack[-1] = (left is right) != bool(op.arg)
+
+
+_NUMBER_TYPES = (int, float, bool)
+
+
+def _identity_operands(left: Any, right: Any) -> tuple[Any, Any]:
+    """A symbolic size is one object standing for many ints: compared by identity with a number, it is
+    its value (specialized, so guarded), as eager's ints are (``n is 5`` holds for small ints). Against
+    anything else (``n is None``) the answer is False either way and nothing is specialized."""
+    symbolic = symbolic_types()
+    if not symbolic or not (isinstance(left, symbolic) or isinstance(right, symbolic)):
+        return left, right
+    if all(isinstance(value, (*symbolic, *_NUMBER_TYPES)) for value in (left, right)):
+        return specialized_size(left), specialized_size(right)
+    return left, right
 
 
 @handles("CONTAINS_OP")
