@@ -40,6 +40,7 @@ from thunder.core.sources import (
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
 from thunder.core.transforms.inline_backward import ran_backward
+from thunder.interpreter.custom_functions import custom_function_forward, interpreted_forward
 from thunder.interpreter.guards import ValueGuards, is_guarded_by_attributes
 from thunder.interpreter.optimizers import (
     is_optimizer_step,
@@ -80,7 +81,7 @@ def _runs_natively(fn: Any) -> bool:
     """Thunder's own functions and symbols are called, never interpreted."""
     if isinstance(fn, Symbol):
         return True
-    if fn is _call:  # the trampoline into the user's code is interpreted like the user's code
+    if fn is _call or fn is interpreted_forward:  # trampolines into the user's code: interpreted like it
         return False
     if isinstance(fn, functools.partial):
         return _runs_natively(fn.func)
@@ -277,9 +278,13 @@ class TracingHooks(InterpreterHooks):
             return wrapped
         return fn
 
-    def interpreted_instead(self, fn: Any) -> Any:
+    def interpreted_instead(self, fn: Any, args: tuple, kwargs: dict) -> Any:
         """A function or module jitted on its own, called by the program: traced as part of the program,
-        from its original (running it compiled would hand proxies to a compiled program)."""
+        from its original (running it compiled would hand proxies to a compiled program). A
+        ``torch.autograd.Function``'s ``apply``: its forward (custom_functions.py)."""
+        forward = custom_function_forward(fn, args, kwargs)
+        if forward is not None:
+            return forward
         if isinstance(fn, ThunderModule):
             fn = fn._thunder_jitted
         if isinstance(fn, JittedFunction):

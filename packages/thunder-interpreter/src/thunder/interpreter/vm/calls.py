@@ -97,7 +97,7 @@ def _call_other(context: Any, fn: Any, fn_type: type, args: tuple, kwargs: dict)
         return _construct(context, fn, args, kwargs)
     if fn_type is staticmethod:
         return call(context, fn.__func__, args, kwargs)
-    instead = context.hooks.interpreted_instead(fn)
+    instead = context.hooks.interpreted_instead(fn, args, kwargs)
     if instead is not None:
         return call(context, instead, args, kwargs)
     if is_torch_module(fn):

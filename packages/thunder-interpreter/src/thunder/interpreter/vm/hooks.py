@@ -31,9 +31,10 @@ class InterpreterHooks:
         """The function to call in place of ``fn``, a wrapper whose only job the program does not need."""
         return fn
 
-    def interpreted_instead(self, fn: Any) -> Any:
-        """A callable to interpret in place of the callable object ``fn`` (not a function or method),
-        or None: a compiled function met inside the program stands for its original."""
+    def interpreted_instead(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """A callable to interpret in place of the callable object ``fn`` (not a function or method)
+        called with ``args`` and ``kwargs``, or None: a compiled function met inside the program stands
+        for its original."""
         return None
 
     def on_load(self, value: Any, source: Source) -> Any:
