@@ -8,7 +8,13 @@ prints as ``torch.Tensor.index_copy_(cache, ...)`` and leaves no ``inplace.copy_
 from __future__ import annotations
 
 import copy
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -379,6 +385,48 @@ def test_cuda_graphs_capture_an_input_written_in_place_at_its_address() -> None:
     execution = _execution(jitted)
     positions = {p.name: i for i, p in enumerate(execution.args)}
     assert mutated_inputs(execution) == frozenset({positions["keys"], positions["values"]})
+
+
+_DISK_CACHE_PROGRAM = textwrap.dedent(
+    """
+    import json, sys
+    import torch, thunder
+    sys.path.insert(0, sys.argv[1])
+    from test_reinplace import KVCache, SliceCache, _decode_inputs
+
+    results = []
+    for module, reference, calls in (
+        (KVCache(), KVCache(), [_decode_inputs(c) for c in range(3)]),
+        (SliceCache(), SliceCache(), [(torch.randn(2, 3, 2, 4), torch.randn(2, 3, 2, 4), 1)] * 2),
+    ):
+        jitted = thunder.jit(module)
+        for inputs in calls:
+            torch.testing.assert_close(jitted(*inputs), reference(*inputs))
+            torch.testing.assert_close(module.keys, reference.keys)
+        stats = thunder.compile_stats(jitted)
+        results.append([stats.disk_cache_hits, stats.disk_cache_writes, str(thunder.last_traces(jitted)[-1])])
+    print(json.dumps(results))
+    """
+)
+
+
+def test_reinplaced_programs_are_stored_and_loaded_by_the_disk_cache(tmp_path: Path) -> None:
+    """The in-place symbols are stored by value; a second process loads them and matches eager."""
+    script = tmp_path / "program.py"
+    script.write_text(_DISK_CACHE_PROGRAM)
+    env = {**os.environ, "THUNDER_CACHE_DIR": str(tmp_path / "cache"), "THUNDER_DISK_CACHE": "1"}
+
+    def run() -> list:
+        command = [sys.executable, str(script), str(Path(__file__).parent)]
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first, second = run(), run()
+    assert [(hits, writes) for hits, writes, _ in first] == [(0, 1), (0, 1)]
+    assert [(hits, writes) for hits, writes, _ in second] == [(1, 0), (1, 0)]
+    assert [trace for *_, trace in second] == [trace for *_, trace in first]
+    assert "torch.Tensor.index_copy_(keys" in second[0][2] and "inplace.write_slice_(keys" in second[1][2]
 
 
 # --- Hugging Face -----------------------------------------------------------------------------------
