@@ -72,7 +72,7 @@ def time_graph(run, copies: int, repeats: int = 20) -> float:
 
 
 def check(x: torch.Tensor, weights: list[torch.Tensor], config) -> float:
-    outs = gemv(x, weights, config)
+    outs = gemv(x, weights, None, config)
     worst = 0.0
     for out, w in zip(outs, weights):
         ref = (x.double() @ w.double().T).float()
@@ -135,7 +135,7 @@ def main() -> None:
         def triton_run(config):
             def run() -> None:
                 for weights in sets:
-                    gemv(x, weights, config)
+                    gemv(x, weights, None, config)
 
             return run
 

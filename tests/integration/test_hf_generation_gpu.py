@@ -37,8 +37,14 @@ MODELS = {
 
 
 def _generate(model: Any, prompt: torch.Tensor, cache: str) -> torch.Tensor:
+    # disable_compile: transformers would torch.compile the eager model's forward for a static cache
     return model.generate(
-        prompt, max_new_tokens=12, do_sample=False, cache_implementation=cache, pad_token_id=0
+        prompt,
+        max_new_tokens=12,
+        do_sample=False,
+        cache_implementation=cache,
+        pad_token_id=0,
+        disable_compile=True,
     )
 
 

@@ -56,6 +56,30 @@ def test_kernel_half_precision_rounds_once(dtype: torch.dtype) -> None:
     assert out.dtype == dtype and _relative_error(out, expected) < 1e-2
 
 
+def test_repeated_launches_with_other_alignments_and_sizes() -> None:
+    """After the first call a compiled kernel is launched directly (on CUDA): a misaligned input or
+    output, other sizes or dtypes must each get a kernel specialized for them, never a reused one."""
+    buffer = torch.randn(4 * 512 + 8, device=DEVICE)
+    for start, rows, k, dtype in [
+        (0, [40, 8, 8], 512, torch.float32),
+        (0, [40, 8, 8], 512, torch.float32),
+        (1, [40, 8, 8], 512, torch.float32),  # x not 16-byte aligned
+        (0, [41, 7, 9], 512, torch.float32),
+        (0, [40, 8, 8], 512, torch.float16),
+        (2, [17], 256, torch.float32),
+    ]:
+        x = (
+            buffer[start : start + k].to(dtype).reshape(1, k)
+            if dtype != torch.float32
+            else buffer[start : start + k]
+        )
+        weights = [torch.randn(n, k, device=DEVICE, dtype=dtype) for n in rows]
+        biases = [torch.randn(n, device=DEVICE, dtype=dtype) for n in rows]
+        for out, w, b in zip(gemv(x, weights, biases), weights, biases):
+            expected = F.linear(x.double(), w.double(), b.double())
+            assert _relative_error(out, expected) < (1e-5 if dtype == torch.float32 else 1e-2)
+
+
 def test_config_steps_divide_the_reduction() -> None:
     for k, rows in [(2048, 2560), (4096, 28672), (5632, 2048), (14336, 4096), (100, 12), (4096, 128256)]:
         block_n, block_k, warps = gemv_config(k, rows)

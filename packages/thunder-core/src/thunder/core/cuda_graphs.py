@@ -84,8 +84,11 @@ class _Captured:
 class GraphedFunction:
     """``fn`` (a compiled computation) replayed as a CUDA graph, one per input layout."""
 
-    def __init__(self, fn: Callable, name: str = "computation", mutated: frozenset = frozenset()):
+    def __init__(
+        self, fn: Callable, name: str = "computation", mutated: frozenset = frozenset(), arg_names: tuple = ()
+    ):
         self.fn, self.name, self.mutated = fn, name, mutated
+        self.arg_names = arg_names  # the trace's names of the inputs, for messages
         self.plan: _InputPlan | None = None  # how each input position is handled, from the first call
         self.graphs: dict[tuple, _Captured] = {}
         self.refused: str | None = None  # why graphs are not used, once that is known
@@ -100,7 +103,7 @@ class GraphedFunction:
         last = self._last  # a decode loop replays one graph: equal keys compare faster than they hash
         captured = last[1] if last is not None and last[0] == key else self.graphs.get(key)
         if captured is None:
-            reason = _unsupported(args)
+            reason = _unsupported(args, self.arg_names)
             if reason is not None:
                 self._refuse(reason)
                 return self.fn(*args)
@@ -160,7 +163,10 @@ def with_cuda_graphs(fn: Callable, enabled: bool, name: str = "computation", tra
     """
     if not enabled:
         return fn
-    return GraphedFunction(fn, name, mutated_inputs(trace) if trace is not None else frozenset())
+    if trace is None:
+        return GraphedFunction(fn, name)
+    names = tuple(getattr(a, "name", f"input {i}") for i, a in enumerate(trace.args))
+    return GraphedFunction(fn, name, mutated_inputs(trace), names)
 
 
 def mutated_inputs(trace: Any) -> frozenset:
@@ -226,12 +232,14 @@ def _buffer_like(arg: torch.Tensor) -> torch.Tensor:
     return buffer.copy_(arg)
 
 
-def _unsupported(args: tuple) -> str | None:
+def _unsupported(args: tuple, names: tuple = ()) -> str | None:
     if not torch.cuda.is_available():
         return "no CUDA device"
-    for a in args:
+    for index, a in enumerate(args):
         if isinstance(a, torch.Tensor) and not a.is_cuda:
-            return f"an input is on {a.device}, not on a CUDA device"
+            name = names[index] if index < len(names) else f"input {index}"
+            shape = "x".join(map(str, a.shape)) or "scalar"
+            return f"an input is on {a.device}, not on a CUDA device ({name}: {shape} {a.dtype})"
         if not isinstance(a, (torch.Tensor, int, float, bool, type(None), str, torch.dtype, torch.device)):
             return f"an input of type {type(a).__name__} cannot be part of a graph's key"
     return None

@@ -3,8 +3,8 @@
 A decode step multiplies one activation row by each weight; the query, key and value projections
 read one row, the gate and up projections another. As one ``linears`` symbol they can run as one
 kernel that reads all the weights (``thunder/torch/grouped_linear.py``). The transform runs only
-when an executor of the compile claims ``ltorch.linears``; otherwise grouping would change nothing
-but the printed trace.
+when an executor of the compile claims ``ltorch.linears`` before any other claims ``ltorch.linear``
+(the user's executor order wins); otherwise grouping would change nothing but the printed trace.
 
 A group takes linears of one input proxy with one row (static sizes), 2-D weights of the input's
 dtype, and all or none with a bias; at most ``MAX_GROUP`` weights (what one kernel takes), in
@@ -33,7 +33,7 @@ _LINEARS = "ltorch.linears"
 
 def group_linears(trace: Trace, executors: Sequence[Executor]) -> Trace:
     """``trace`` with one-row linears of a shared input grouped, or ``trace`` itself."""
-    if not any(_LINEARS in getattr(e, "implementations", {}) for e in executors) or has_symbolic_sizes(trace):
+    if not _claimed_first(executors) or has_symbolic_sizes(trace):
         return trace
     made_at = {p.name: i for i, b in enumerate(trace.bound_symbols) for p in b.proxy_outputs()}
     groups: dict[int, list[BoundSymbol]] = {}  # position of a group's first linear -> its linears
@@ -66,6 +66,18 @@ def group_linears(trace: Trace, executors: Sequence[Executor]) -> Trace:
         elif id(bound_symbol) not in grouped:
             new.bound_symbols.append(bound_symbol)
     return new
+
+
+def _claimed_first(executors: Sequence[Executor]) -> bool:
+    """Whether an executor claims ``linears`` before any other claims ``linear``: with
+    ``executors=["torch", ...]`` the user's torch runs every linear, ungrouped."""
+    for executor in executors:
+        implementations = getattr(executor, "implementations", {})
+        if _LINEARS in implementations:
+            return True
+        if _LINEAR in implementations:
+            return False
+    return False
 
 
 def _one_row_linear(bound_symbol: BoundSymbol) -> tuple[TensorProxy, TensorProxy, TensorProxy | None] | None:

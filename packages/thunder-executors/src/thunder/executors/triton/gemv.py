@@ -16,7 +16,9 @@ does for 16-bit inputs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import triton
@@ -27,7 +29,7 @@ __all__ = ["gemv", "gemv_config"]
 MAX_GROUP = 3
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n0", "n1", "n2", "blocks0", "blocks01"])
 def _gemv_kernel(
     x_ptr,
     w0,
@@ -44,7 +46,7 @@ def _gemv_kernel(
     n2,
     blocks0,
     blocks01,
-    K,
+    K: tl.constexpr,
     GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -95,6 +97,7 @@ def _gemv_kernel(
     tl.store(y_ptr + rows, y.to(y_ptr.dtype.element_ty), mask=row_ok)
 
 
+@functools.lru_cache(maxsize=256)
 def gemv_config(k: int, rows: int) -> tuple[int, int, int]:
     """(BLOCK_N, BLOCK_K, num_warps) for a reduction of length ``k`` over ``rows`` rows in all.
 
@@ -108,6 +111,23 @@ def gemv_config(k: int, rows: int) -> tuple[int, int, int]:
         block_k = min(1024, triton.next_power_of_2(k))
     block_n = 2 if 1024 <= rows <= 4096 else 1
     return block_n, block_k, 8 if block_k == 2048 else 4
+
+
+# Compiled kernels by everything Triton specializes them on (``_launch_key``): launched directly
+# after the first call, which skips the 40-60 us of argument binding of ``kernel[grid](...)``.
+_compiled: dict[tuple, Any] = {}
+
+
+def _launch_key(pointers: list[torch.Tensor], constants: tuple, warps: int) -> tuple:
+    """What a compiled kernel is specialized on: the device, the pointers' dtypes and 16-byte
+    alignment, the constexprs and warps. The sizes are not specialized (``do_not_specialize``)."""
+    return (
+        pointers[0].device.index,
+        tuple(p.dtype for p in pointers),
+        tuple(p.data_ptr() % 16 == 0 for p in pointers),
+        constants,
+        warps,
+    )
 
 
 def gemv(
@@ -129,22 +149,46 @@ def gemv(
     lead = x.shape[:-1]
     x = x.reshape(k).contiguous()
     outputs = [torch.empty((*lead, w.shape[0]), device=x.device, dtype=x.dtype) for w in weights]
-    block_n, block_k, warps = config or gemv_config(k, sum(w.shape[0] for w in weights))
-    blocks = [triton.cdiv(w.shape[0], block_n) for w in weights]
+    sizes = [w.shape[0] for w in weights]
+    block_n, block_k, warps = config or gemv_config(k, sum(sizes))
+    blocks = [-(-n // block_n) for n in sizes]
     missing = MAX_GROUP - len(weights)
-    _gemv_kernel[(sum(blocks),)](
+    bias_pointers = [x if b is None else b for b in biases]  # no bias: any pointer, never read
+    pointers = [
         x,
         *weights,
         *[weights[0]] * missing,
         *outputs,
         *[outputs[0]] * missing,
-        *(biases if has_bias else [x] * len(weights)),
+        *bias_pointers,
         *[x] * missing,
-        *[w.shape[0] for w in weights],
-        *[0] * missing,
-        blocks[0],
-        blocks[0] + (blocks[1] if len(blocks) > 1 else 0),
-        k,
+    ]
+    numbers = [*sizes, *[0] * missing, blocks[0], blocks[0] + (blocks[1] if len(blocks) > 1 else 0)]
+    constants = (k, len(weights), has_bias, block_n, block_k, k % block_k == 0)
+    grid = sum(blocks)
+    key = _launch_key(pointers, constants, warps)
+    kernel = _compiled.get(key)
+    if kernel is not None:
+        stream = torch._C._cuda_getCurrentRawStream(x.device.index)
+        kernel.run(
+            grid,
+            1,
+            1,
+            stream,
+            kernel.function,
+            kernel.packed_metadata,
+            None,
+            None,
+            None,
+            *pointers,
+            *numbers,
+            *constants,
+        )
+        return outputs
+    kernel = _gemv_kernel[(grid,)](
+        *pointers,
+        *numbers,
+        K=k,
         GROUP=len(weights),
         HAS_BIAS=has_bias,
         BLOCK_N=block_n,
@@ -152,4 +196,6 @@ def gemv(
         EVEN_K=k % block_k == 0,
         num_warps=warps,
     )
+    if x.is_cuda and getattr(kernel, "packed_metadata", None) is not None:  # not Triton's interpreter
+        _compiled[key] = kernel
     return outputs
