@@ -317,6 +317,65 @@ def test_other_indexed_updates_run_in_place(update: Callable) -> None:
     assert [name for _, name in _in_place_writes(jitted)] == ["x"] and _copied_back(jitted) == []
 
 
+# --- elementwise updates ----------------------------------------------------------------------------
+
+
+def _state_update(exp_avg: torch.Tensor, step: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    exp_avg.mul_(0.9).add_(grad, alpha=0.1)  # a chain of two updates of one tensor
+    step += 1
+    return exp_avg / (1 - 0.9**step)
+
+
+def _state_inputs(call: int) -> tuple:
+    return torch.randn(4, 3), torch.tensor(float(call)), torch.randn(4, 3)
+
+
+def test_elementwise_updates_of_a_state_run_in_place() -> None:
+    jitted = _check_calls(_state_update, _state_inputs)
+    assert _in_place_writes(jitted) == [("mul_", "exp_avg"), ("add_", "t0"), ("add_", "step")]
+    assert _copied_back(jitted) == []
+    assert "torch.Tensor.add_(t0, grad, alpha=0.1)" in str(_execution(jitted))
+
+
+def test_elementwise_updates_a_fusion_executor_claims_stay_functional() -> None:
+    """nvFuser fuses the update with its neighbours: reading and writing once in a kernel, unchanged."""
+    from test_hf_regions import NvFuserClaimsOnCpu
+
+    fuser = NvFuserClaimsOnCpu()
+    jitted = thunder.jit(_state_update, executors=[fuser, "torch"])
+    _check_calls(_state_update, _state_inputs, jitted=jitted)
+    assert _in_place_writes(jitted) == [] and sorted(_copied_back(jitted)) == ["exp_avg", "step"]
+    assert fuser.regions > 0
+
+
+def test_a_whole_adamw_step_updates_its_state_in_place() -> None:
+    from test_backward_inside_jit import whole_step_of
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    reference = copy.deepcopy(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+    reference_optimizer = torch.optim.AdamW(reference.parameters(), lr=0.01)
+    jitted, eager = whole_step_of(model, optimizer), whole_step_of(reference, reference_optimizer)
+    jitted = thunder.jit(jitted)
+    for _ in range(4):
+        x = torch.randn(5, 4)
+        torch.testing.assert_close(jitted(x), eager(x))
+        for p, q in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(p, q)
+        for ours, theirs in zip(optimizer.state.values(), reference_optimizer.state.values()):
+            for key in theirs:
+                torch.testing.assert_close(ours[key], theirs[key])
+    written = {name for _, name in _in_place_writes(jitted)}
+    assert {name for name in written if name.endswith("exp_avg")} == {
+        "weight_exp_avg",
+        "bias_exp_avg",
+        "weight_1_exp_avg",
+        "bias_1_exp_avg",
+    }
+    assert sorted(_copied_back(jitted)) == ["bias", "bias_1", "weight", "weight_1"]  # parameters require grad
+
+
 # --- where it must not apply ----------------------------------------------------------------------
 
 
@@ -448,5 +507,5 @@ def test_llama_generate_with_a_static_cache_writes_it_in_place() -> None:
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
     assert thunder.cache_misses(jitted) == 2
     writes = _in_place_writes(jitted)  # the decode step's: each layer's keys and values, in place
-    assert [method for method, _ in writes] == ["index_copy_"] * 4
-    assert not any(name.startswith(("keys", "values")) for name in _copied_back(jitted))
+    assert [method for method, _ in writes if method != "add_"] == ["index_copy_"] * 4
+    assert _copied_back(jitted) == []  # and the cache's length (``cumulative_length``: add_)

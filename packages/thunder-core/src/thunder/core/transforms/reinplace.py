@@ -5,7 +5,8 @@ Functionalization (``core/inplace.py``) turns ``cache.index_copy_(2, pos, k)`` i
 ``inplace.copy_(cache, t)`` right after the last read of the old value. For a KV cache that is two
 kernels over the whole cache and a cache-sized temporary where eager writes one position. When
 
-- ``t`` is made by a symbol with an in-place form (``RULES``), whose ``self`` operand is ``cache``
+- ``t`` is made by a symbol with an in-place form (``RULES``: indexed updates, slice writes,
+  elementwise ops), whose ``self`` operand is ``cache``
   (or, for a chain of updates, the previous link, itself reinplaced: ``t2 = index_copy(t1, ...)``),
 - nothing after that symbol reads the old value of ``cache`` through any alias (the copy-backs'
   alias analysis, ``alias_roots``), nor, along a chain, a link's value after the next link,
@@ -16,7 +17,8 @@ kernels over the whole cache and a cache-sized temporary where eager writes one 
 
 the links become the in-place ops (``torch.Tensor.index_copy_(cache, 2, pos, k)``, run by the torch
 executor) whose outputs stand for ``t`` from there on, and the copy-back goes. Everything that read
-``t`` reads the input's memory, which holds ``t``'s value from there on: no later op writes it.
+``t`` reads the input's memory, which holds ``t``'s value until the next link writes it, and nothing
+reads ``t`` after that.
 
 Only traces without autograd are reinplaced (the pipeline runs it on those): a forward saving
 ``t`` for its backward would see the next call's write.
@@ -59,6 +61,14 @@ RULES: dict[str, str] = {
     "ltorch.masked_fill": "torch.Tensor.masked_fill_",
     "inplace.write_slice": "inplace.write_slice_",  # ``x[..., a:b] = v``, and other writes through slices
 }
+# Elementwise updates (an optimizer's state: ``exp_avg.lerp_(grad, 0.1)``, ``step += 1``; a cache's
+# length): the method of the same name. Where a fusion executor claims them they stay functional.
+ELEMENTWISE = (
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "lerp", "addcmul",
+    "addcdiv", "clamp", "clamp_min", "clamp_max", "neg", "abs", "reciprocal", "sqrt", "rsqrt", "exp", "log",
+    "sigmoid", "tanh", "bitwise_and", "bitwise_or",
+)  # fmt: skip
+RULES.update({f"ltorch.{name}": f"torch.Tensor.{name}_" for name in ELEMENTWISE})
 
 
 def _same_as_self(a: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
@@ -111,7 +121,9 @@ def reinplace(trace: Trace, executors: Sequence[Executor] = ()) -> Trace:
         for link in chain:
             original = bound_symbols[link]
             symbol = inplace_symbol(RULES[original.symbol.id])
-            replaced[link] = BoundSymbol(symbol, original.args, original.kwargs, original.output, (), False)
+            # a keyword given as None means its default to the functional symbol; ``add_(x, alpha=None)`` fails
+            kwargs = {name: value for name, value in original.kwargs.items() if value is not None}
+            replaced[link] = BoundSymbol(symbol, original.args, kwargs, original.output, (), False)
         removed.add(index)
     if not removed:
         return trace
