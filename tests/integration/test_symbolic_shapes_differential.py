@@ -259,3 +259,19 @@ def test_strides_change_while_sizes_are_symbolic() -> None:
 
     calls = [(torch.randn(n, 4) if i % 2 else torch.randn(4, n).t(),) for i, n in enumerate((2, 3, 5, 6, 7))]
     _differential(fn, calls)
+
+
+_SHAPES = {
+    "returned shape": lambda x: (x.shape, x.size(), x.sum(0).shape),
+    "isinstance Size": lambda x: isinstance(x.shape, torch.Size),
+    "text of a shape": lambda x: (str(x.shape), repr(x.size())),
+    "shape compared": lambda x: x.shape == torch.Size([5, 3]),
+}
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("fn", _SHAPES.values(), ids=_SHAPES.keys())
+def test_a_shape_is_a_torch_size(fn: Callable, dynamic: bool) -> None:
+    """A proxy's shape was a tuple: ``isinstance(x.shape, torch.Size)`` was False, ``str(x.shape)``
+    gave ``'(2, 3)'`` and a returned shape was a tuple, with static shapes too."""
+    _differential(fn, [(torch.randn(n, 3),) for n in (2, 5, 4)], dynamic=dynamic)

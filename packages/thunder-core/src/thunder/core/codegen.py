@@ -108,6 +108,9 @@ class _Printer:
         if type(x).__module__ == "torch.return_types":  # a structseq: built from one sequence
             self.need_module("torch")
             return f"torch.return_types.{type(x).__name__}({self.value(tuple(x))})"
+        if type(x) is torch.Size:  # a shape the program returns or passes on keeps its type
+            self.need_module("torch")
+            return f"torch.Size([{', '.join(self.value(item) for item in x)}])"
         if isinstance(x, tuple) and not hasattr(x, "_fields"):
             items = ", ".join(self.value(item) for item in x)
             return f"({items},)" if len(x) == 1 else f"({items})"

@@ -506,7 +506,7 @@ class PrologueBuilder:
             checked[dim] = None
             self.prologue.names.add(size.name)
             self.prologue.record(BoundSymbol(UNPACK, (f"{proxy.name}.shape[{dim}]",), {}, size))
-        proxy.shape = tuple(shape)
+        proxy.shape = torch.Size(shape)
         return tuple(checked)
 
     def add_value_guard(self, value: Any, source: Source) -> None:

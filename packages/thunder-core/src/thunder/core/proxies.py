@@ -186,9 +186,10 @@ class TensorProxy(Proxy):
         requires_grad: bool = False,
     ):
         super().__init__(name)
-        # a torch.SymInt stays one where its size is symbolic (core/symbolic_shapes.py)
-        self.shape: tuple[int, ...] = tuple(
-            int(s) if type(s) is not torch.SymInt else _size(s) for s in shape
+        # a torch.SymInt stays one where its size is symbolic (core/symbolic_shapes.py); a torch.Size, as
+        # the tensor's: the program may test ``isinstance(x.shape, torch.Size)``, print or return it
+        self.shape: torch.Size = torch.Size(
+            [int(s) if type(s) is not torch.SymInt else _size(s) for s in shape]
         )
         self.dtype: dtypes.dtype = dtypes.to_dtype(dtype)
         self.device: devices.Device = devices.to_device(device)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import torch
 from torch.utils import _pytree
 
 __all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_leaves", "TreeSpec"]
@@ -47,6 +48,9 @@ def tree_map(fn: Callable[[Any], Any], tree: Any) -> Any:
         return [tree_map(fn, item) for item in tree]
     if kind is dict:
         return {key: tree_map(fn, value) for key, value in tree.items()}
+    if kind is torch.Size:  # torch's pytree rebuilds a torch.Size as a tuple; a program's shape stays one
+        items = [tree_map(fn, item) for item in tree]
+        return torch.Size(items) if all(isinstance(i, (int, torch.SymInt)) for i in items) else tuple(items)
     if isinstance(tree, (tuple, list, dict)) or kind in _pytree.SUPPORTED_NODES:
         return _pytree.tree_map(fn, tree)
     return fn(tree)
