@@ -194,6 +194,10 @@ class _Program:
             return False
         if fused_by(bound_symbol, executors):  # a fusion executor keeps it functional, fused
             return False
+        if bound_symbol.symbol.id == "ltorch.index_put" and not all(
+            isinstance(index, TensorProxy) for index in bound_symbol.args[1]
+        ):
+            return False  # ``index_put_`` takes tensors only (the functional form also None, for ``:``)
         # the other operands must not alias the memory written: eager would read it half-written
         written = self.roots.get(self_operand.name)
         operands = tree_leaves((bound_symbol.args[1:], bound_symbol.kwargs))
