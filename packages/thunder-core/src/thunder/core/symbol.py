@@ -53,7 +53,9 @@ class Symbol:
         trace = get_tracectx()
         if trace is None:
             raise RuntimeError(f"{self.id} records into a trace and can only be called while tracing")
-        if trace.tensor_adopter is not None:
+        if trace.tensor_adopter is not None:  # the frontend traces the user's program
+            if _autocast_enabled():
+                raise _autocast_error(self)
             args, kwargs = tree_map(_adopter(trace.tensor_adopter), (args, kwargs))
         if not accepts_number_proxies(self):  # shapes, dims, flags: the values themselves, guarded
             args, kwargs = specialize_numbers((args, kwargs))
@@ -82,6 +84,23 @@ class Symbol:
 
     def __repr__(self) -> str:
         return f"<Symbol {self.id}>"
+
+
+_autocast_enabled = getattr(torch._C, "_is_any_autocast_enabled", None) or (
+    lambda: torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+)
+
+
+def _autocast_error(symbol: Symbol) -> NotImplementedError:
+    """torch.autocast changes the dtypes torch's kernels compute in; the trace does not model it, and
+    would run in the types it was traced with (or, called under autocast, in autocast's types where
+    the trace had dropped a ``.float()`` it found redundant): an answer eager never gives."""
+    return NotImplementedError(
+        f"{symbol.id} called under torch.autocast: thunder does not support autocast (its mixed-precision "
+        "casts would be missing from the trace). Cast explicitly (x.to(torch.bfloat16)), or call the jitted "
+        "function outside torch.autocast, or compile with torch.compile(fn, backend=thunder.dynamo.ThunderCompiler()), "
+        "which leaves autocast regions to PyTorch"
+    )
 
 
 def accepts_number_proxies(symbol: Symbol) -> bool:
