@@ -104,6 +104,15 @@ def test_text_specialization_leaves_other_sizes_symbolic() -> None:
     assert thunder.cache_misses(jitted) == 2  # static, then the length symbolic; dim 1 never changed
 
 
+def test_view_by_one_symbolic_size() -> None:
+    """``x.view(n * m)`` was taken for ``view(dtype)`` when ``n * m`` was a SymInt: every length compiled
+    static (correct, but a compile per length)."""
+    jitted = _differential(
+        lambda x: x.view(x.shape[0] * x.shape[1]) * 2, [(torch.randn(n, 3),) for n in (2, 3, 4, 5)]
+    )
+    assert thunder.cache_misses(jitted) == 2 and thunder.compile_stats(jitted).dynamic_fallbacks == []
+
+
 # ---------------------------------------------------------------------------------------------
 # The sweep: size-dependent Python and ops, random sequences of sizes
 

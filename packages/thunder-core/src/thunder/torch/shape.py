@@ -46,7 +46,7 @@ def reshape(a: TensorProxy, *shape: Any) -> TensorProxy:
 
 @torchsymbol(torch.Tensor.view, method="view", tags=VIEW)
 def view(a: TensorProxy, *shape: Any) -> TensorProxy:
-    if len(shape) == 1 and not isinstance(shape[0], (Sequence, int)):
+    if len(shape) == 1 and not isinstance(shape[0], (Sequence, int, torch.SymInt)):  # a size may be symbolic
         raise NotImplementedError("Tensor.view(dtype) is not supported by thunder")
     return reshape(a, *shape)
 
