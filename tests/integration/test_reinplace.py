@@ -436,6 +436,39 @@ def test_a_decode_step_under_a_fusion_executor() -> None:
     assert fuser.regions > 0
 
 
+def test_a_random_op_after_the_write_keeps_the_copy_back() -> None:
+    """Copy-backs never move past a random op, and neither do in-place writes."""
+
+    def step(cache: torch.Tensor, k: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        cache.index_copy_(0, position, k)
+        return torch.rand(3) * 0  # draws after the write
+
+    jitted = thunder.jit(step)
+    for call in range(2):
+        cache, k, position = torch.randn(5, 3), torch.randn(1, 3), torch.tensor([call])
+        expected_cache = cache.clone()
+        step(expected_cache, k, position)
+        jitted(cache, k, position)
+        torch.testing.assert_close(cache, expected_cache)
+    assert _in_place_writes(jitted) == [] and _copied_back(jitted) == ["cache"]
+
+
+def test_a_decode_step_through_torch_compile_with_thunder_as_its_backend() -> None:
+    from thunder.dynamo import ThunderCompiler
+
+    module, reference = KVCache(), KVCache()
+    backend = ThunderCompiler()
+    compiled = torch.compile(module, backend=backend)
+    for call in range(3):
+        inputs = _decode_inputs(call)
+        torch.testing.assert_close(compiled(*inputs), reference(*inputs))
+        torch.testing.assert_close(module.keys, reference.keys)
+        torch.testing.assert_close(module.values, reference.values)
+    (jitted,) = [fn for info in backend.subgraph_infos for fn in info.thunder_compiled_fns]
+    assert [method for method, _ in _in_place_writes(jitted)] == ["index_copy_", "index_copy_"]
+    assert _copied_back(jitted) == []
+
+
 def test_cuda_graphs_capture_an_input_written_in_place_at_its_address() -> None:
     """The reinplaced input counts as written (CUDA graphs then read and write the caller's tensor)."""
     from thunder.core.cuda_graphs import mutated_inputs
