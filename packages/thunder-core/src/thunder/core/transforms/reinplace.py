@@ -104,6 +104,12 @@ def reinplace(trace: Trace, executors: Sequence[Executor] = ()) -> Trace:
 
     Returns:
         ``trace`` itself when nothing changed, else a new trace.
+
+    Example::
+
+        t0 = ltorch.index_copy(cache, 2, pos, k)         t0 = torch.Tensor.index_copy_(cache, 2, pos, k)
+        inplace.copy_(cache, t0)                   ->
+        t1 = ltorch.sum(t0, 2)                           t1 = ltorch.sum(t0, 2)
     """
     copy = copy_symbol()
     bound_symbols = trace.bound_symbols
