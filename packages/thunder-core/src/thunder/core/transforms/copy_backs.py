@@ -77,8 +77,9 @@ def alias_roots(
     roots = {p.name: p.name for p in trace.args if isinstance(p, TensorProxy)}
     for bound_symbol in bound_symbols:
         base = bound_symbol.args[0] if bound_symbol.args else None
-        viewed = is_view_symbol(bound_symbol.symbol) and isinstance(base, TensorProxy)
-        root = roots.get(base.name) if viewed else None
+        root = None
+        if isinstance(base, TensorProxy) and is_view_symbol(bound_symbol.symbol):
+            root = roots.get(base.name)
         for proxy in bound_symbol.proxy_outputs():
             if root is not None:
                 roots[proxy.name] = root
