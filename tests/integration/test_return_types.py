@@ -6,6 +6,7 @@ the same type as eager, whether the operator has a thunder symbol or falls back 
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -60,3 +61,21 @@ def test_named_tuple_prints_in_the_trace() -> None:
     jitted = thunder.jit(lambda x: x.max(0))
     jitted(torch.randn(3, 2))
     assert "torch.return_types.max((" in str(thunder.last_traces(jitted)[-1])
+
+
+class _Mode(enum.IntEnum):
+    TRAIN = 1
+
+
+def test_python_values_of_subclassed_number_types_come_back_as_they_are() -> None:
+    """An IntEnum member came back a plain int (codegen printed ``repr(int(x))``), and a returned
+    numpy scalar was printed as ``np.float64(2.5)``, a NameError in the computation."""
+    numpy = pytest.importorskip("numpy")
+
+    def fn(x):
+        return _Mode.TRAIN, numpy.float64(2.5), numpy.int64(3), x + 1, 2, 2.5
+
+    x = torch.zeros(2)
+    result, expected = thunder.jit(fn)(x), fn(x)
+    assert [type(v) for v in result] == [type(v) for v in expected]
+    assert result[:3] == expected[:3] and result[4:] == expected[4:]

@@ -77,8 +77,8 @@ class _Printer:
             return repr(x)
         if isinstance(x, str):  # a subclass's __repr__ is user code: never pasted as source
             return self.constant(x)
-        if isinstance(x, int):
-            return repr(int(x))
+        if type(x) is int:  # a subclass (an IntEnum member) is a constant: the caller gets that object
+            return repr(x)
         if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):  # a symbolic size: its expression
             from thunder.core.symbolic_shapes import expression
 
@@ -87,7 +87,7 @@ class _Printer:
                 if f"{module}." in text:
                     self.need_module(module)
             return text if text.isidentifier() or text.lstrip("-").isdigit() else f"({text})"
-        if isinstance(x, float):
+        if type(x) is float:  # a subclass (numpy.float64, whose repr needs numpy) is a constant
             return repr(x) if math.isfinite(x) else f"float('{x}')"
         if isinstance(x, complex):
             return f"complex({self.value(x.real)}, {self.value(x.imag)})"
