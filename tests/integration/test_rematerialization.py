@@ -122,3 +122,18 @@ def test_a_saved_view_does_not_keep_its_base_alive_through_the_backward() -> Non
 def test_an_unknown_choice_is_refused() -> None:
     with pytest.raises(ValueError, match="rematerialization"):
         thunder.jit(lambda x: x, rematerialization="sometimes")
+
+
+def test_a_backward_that_saves_only_numbers() -> None:
+    """``x * n`` with ``n`` a symbolic value saves no tensor for the backward; the min cut had no
+    sink and crashed (networkx: node sink not in graph)."""
+
+    def fn(x, n):
+        return x * n + n
+
+    jitted = thunder.jit(fn, cache="symbolic values")
+    for n in (2, 3):
+        x = torch.randn(4, 3, requires_grad=True)
+        (grad,) = torch.autograd.grad(jitted(x, n).sum(), x)
+        torch.testing.assert_close(grad, torch.full_like(x, float(n)))
+    assert thunder.cache_misses(jitted) == 1

@@ -100,6 +100,8 @@ def _min_cut(
         return 0 if proxy.name in inputs else proxy.numel() * proxy.dtype.itemsize
 
     needed = [p for p in split.saved if isinstance(p, TensorProxy)]
+    if not needed:  # the backward needs only numbers (x * n with n a symbolic value): nothing to cut
+        return []
     cut = cheapest_cut(forward_symbols, producers, needed, weight, recomputable)
     made = [p.name for b in forward_symbols for p in b.proxy_outputs()]
     order = {
