@@ -215,7 +215,7 @@ def profile_decode(
     print(
         f"\nprofile {name} {system}: host {host_ms:.2f} ms/token to enqueue; GPU kernels {kernel_ms:.2f} ms/token"
     )
-    for event in sorted(kernels, key=lambda e: -e.self_device_time_total)[:8]:
+    for event in sorted(kernels, key=lambda e: -e.self_device_time_total)[:24]:
         share = event.self_device_time_total / 1e3 / steps
         print(f"  {share:7.3f} ms/token  {event.count // steps:4d}x  {event.key[:90]}")
 

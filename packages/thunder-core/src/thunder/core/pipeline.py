@@ -41,6 +41,7 @@ from thunder.core.pytree import tree_flatten
 from thunder.core.symbol import BoundSymbol
 from thunder.core.symbolic_shapes import DynamicDims
 from thunder.core.trace import Trace
+from thunder.core.transforms.attention_masks import additive_attention_masks
 from thunder.core.transforms.autograd import saved_bytes, split_forward_backward
 from thunder.core.transforms.causal_attention import use_causal_attention
 from thunder.core.transforms.claim_executors import claim_executors, fused_by
@@ -51,6 +52,7 @@ from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_
 from thunder.core.transforms.group_linears import group_linears
 from thunder.core.transforms.inline_backward import ran_backward
 from thunder.core.transforms.lifetimes import insert_deletes
+from thunder.core.transforms.query_groups import fold_query_groups
 from thunder.core.transforms.reinplace import reinplace
 from thunder.core.transforms.remat import fused_recomputable, rematerialize, view_recomputable
 
@@ -165,6 +167,8 @@ def compile_computation(
         for index, user_transform in enumerate(compile_data.transforms):
             step(f"user transform {index}", user_transform)
         _transform_if_changed(traces, stats, "causal attention", use_causal_attention)
+        _transform_if_changed(traces, stats, "query groups as rows", fold_query_groups)
+        _transform_if_changed(traces, stats, "additive attention masks", additive_attention_masks)
         step("fuse linear cross entropy", fuse_linear_cross_entropy)
     step("dce", dce)
     _transform_if_changed(traces, stats, stage_prefix + "updates placed early", place_updates_early)
@@ -268,6 +272,8 @@ def transform_with_autograd(
         traces.append(user_transform(traces[-1]))
     # before the split: the attention then differentiates as flash's, the loss computes its gradients
     _transform_if_changed(traces, stats, "causal attention", use_causal_attention)
+    _transform_if_changed(traces, stats, "query groups as rows", fold_query_groups)
+    _transform_if_changed(traces, stats, "additive attention masks", additive_attention_masks)
     _transform_if_changed(traces, stats, "fuse linear cross entropy", fuse_linear_cross_entropy)
     start = time.perf_counter()
     split = split_forward_backward(traces[-1])

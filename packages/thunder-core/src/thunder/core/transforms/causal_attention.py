@@ -31,7 +31,7 @@ from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.claim_executors import operator_callable
 from thunder.core.transforms.common import rename_outputs
 
-__all__ = ["use_causal_attention"]
+__all__ = ["use_causal_attention", "sdpa_arguments", "unrepeated_heads", "producers_of"]
 
 _SDPA = "ltorch.scaled_dot_product_attention"
 _MASK_SLICE_LIMIT = 64  # symbols computing a mask; a longer computation is left alone
@@ -109,7 +109,9 @@ def _constant_value(
             return None  # an input of the program (a tensor, or a number under symbolic values)
         if "random" in producer.symbol.tags or len(computation) == _MASK_SLICE_LIMIT:
             return None
-        if has_symbolic_arguments(producer):  # computed from a symbolic size: no constant (symbolic_shapes.py)
+        if has_symbolic_arguments(
+            producer
+        ):  # computed from a symbolic size: no constant (symbolic_shapes.py)
             return None
         computation.append(producer)
         for read in producer.proxy_args():
@@ -134,7 +136,12 @@ def _causal_call(
         key, value, enable_gqa = grouped[0], grouped[1], True
     with tracectx(new), new.subscope() as scope:
         out = scaled_dot_product_attention(
-            query, key, value, dropout_p=arguments["dropout_p"], is_causal=True, scale=arguments["scale"],
+            query,
+            key,
+            value,
+            dropout_p=arguments["dropout_p"],
+            is_causal=True,
+            scale=arguments["scale"],
             enable_gqa=enable_gqa,
         )  # keywords, as torch's signature wants them (the trace prints this call)
     recorded = [b.replace(grad_enabled=bound_symbol.grad_enabled) for b in scope]
@@ -182,3 +189,19 @@ def _only_inserts_dims(index: object) -> bool:
 def _only_tensor(bound_symbol: BoundSymbol) -> TensorProxy | None:
     tensors = [p for p in bound_symbol.proxy_args() if isinstance(p, TensorProxy)]
     return tensors[0] if len(tensors) == 1 else None
+
+
+# for the other attention rewrites (query_groups.py, attention_masks.py)
+sdpa_arguments = _bind
+unrepeated_heads = _unrepeated
+
+
+def producers_of(trace: Trace) -> dict[str, BoundSymbol]:
+    """The bound symbol making each proxy of ``trace`` (identities, which return an input, make nothing)."""
+    producers: dict[str, BoundSymbol] = {}
+    for bound_symbol in trace.bound_symbols:
+        inputs = {p.name for p in bound_symbol.proxy_args()}
+        for proxy in bound_symbol.proxy_outputs():
+            if proxy.name not in inputs:
+                producers[proxy.name] = bound_symbol
+    return producers
