@@ -126,7 +126,7 @@ class _Printer:
                 return f"{self.constant(type(x))}(**{items})"
             if type(x) is collections.OrderedDict:
                 return f"{self.constant(type(x))}({items})"
-        if isinstance(x, tuple) and any(isinstance(item, Proxy) for item in x):  # a namedtuple
+        if isinstance(x, tuple) and _holds_traced(x):  # a namedtuple holding what the trace computes
             return f"{self.constant(type(x))}({', '.join(self.value(item) for item in x)})"
         return self.constant(x)
 
@@ -195,6 +195,17 @@ class _Printer:
                 for line in comments.bound_symbol(subsymbol)
             ]
         return lines
+
+
+def _holds_traced(x: Any) -> bool:
+    """Whether a (nested) tuple, list or dict holds a proxy or a symbolic size: its value differs per call."""
+    if isinstance(x, (Proxy, torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return True
+    if isinstance(x, (tuple, list)):
+        return any(_holds_traced(item) for item in x)
+    if isinstance(x, dict):
+        return any(_holds_traced(item) for item in x.values())
+    return False
 
 
 def _is_plain_name(name: Any) -> bool:

@@ -48,6 +48,7 @@ from thunder.interpreter.optimizers import (
     optimizer_step,
     optimizer_zero_grad,
 )
+from thunder.interpreter.returned_objects import created_objects
 from thunder.interpreter.side_effects import SideEffects
 from thunder.interpreter.trace_time_effects import TraceTimeEffects
 from thunder.interpreter.vm import InterpreterError, InterpreterHooks, interpret
@@ -490,10 +491,12 @@ def interpreter_frontend(
                                arg_sources=arg_sources, kwarg_sources=kwarg_sources,
                                known_sources=[*known_sources, *hooks.argument_sources])  # fmt: skip
             output = _adopt_outputs(result, hooks)
+            where = f" (returned by {getattr(fn, '__qualname__', type(fn).__qualname__)})"
+            created = created_objects(output, hooks.source_of, where)
             returned = _returned_inputs(output, hooks, builder)
             _accumulate_input_gradients(computation, hooks)
             # final states, before undoing them
-            epilogue, values = hooks.side_effects.build(hooks.adopt, returned)
+            epilogue, values = hooks.side_effects.build(hooks.adopt, returned, created)
         finally:
             hooks.side_effects.undo()  # the user's objects as they were; the epilogue writes them
         if epilogue is None:

@@ -30,6 +30,7 @@ only reports writes to objects with a source), so they need no replay.
 from __future__ import annotations
 
 import collections
+import copy
 import enum
 import types
 from collections.abc import Callable, Sequence
@@ -42,6 +43,7 @@ from thunder.core import devices, dtypes
 from thunder.core.epilogue import Epilogue, EpilogueBuilder
 from thunder.core.proxies import Proxy
 from thunder.core.sources import AttributeSource, GlobalSource, ItemSource, KeysSource, LengthSource, Source
+from thunder.interpreter.returned_objects import holds_traced, is_plain_object, replace_at
 
 __all__ = ["SideEffects", "UnreplayableSideEffectError"]
 
@@ -198,15 +200,19 @@ class SideEffects:
                 setattr(write.target, write.name, write.before)
 
     def build(
-        self, adopt: Callable[[torch.Tensor], Proxy], returned: Sequence[tuple[str, Source]] = ()
+        self,
+        adopt: Callable[[torch.Tensor], Proxy],
+        returned: Sequence[tuple[str, Source]] = (),
+        created: Sequence[tuple[tuple, Any]] = (),
     ) -> tuple[Epilogue | None, list]:
         """The epilogue replaying the final states, and the values the computation must return for it.
 
         ``returned``: input objects the output holds (where in the output, where from), which the
-        epilogue puts there from the call's own inputs. Call before ``undo``: the final states are
-        read from the objects themselves.
+        epilogue puts there from the call's own inputs. ``created``: objects the program made that
+        hold what it computed (key path in the output, object; returned_objects.py), which the epilogue
+        builds anew. Call before ``undo``: the final states are read from the objects themselves.
         """
-        return _EpilogueWriter(self, adopt).write(returned)
+        return _EpilogueWriter(self, adopt).write(returned, created)
 
 
 class _EpilogueWriter:
@@ -221,9 +227,16 @@ class _EpilogueWriter:
         self._original_names: dict[int, str] = {}  # id(write) -> local with the contents before
         self._write: _Write | None = None
 
-    def write(self, returned: Sequence[tuple[str, Source]] = ()) -> tuple[Epilogue | None, list]:
+    def write(
+        self, returned: Sequence[tuple[str, Source]] = (), created: Sequence[tuple[tuple, Any]] = ()
+    ) -> tuple[Epilogue | None, list]:
         for path, source in returned:  # the call's own objects, fetched before any write
             self.builder.statement(f"output{path} = {self.builder.fetch(source)}")
+        for keys, obj in created:  # objects the program made, made again with this call's values
+            rebuilt = self._created_object(obj)
+            self.builder.statement(
+                f"output = {self.builder.constant(replace_at)}(output, {keys!r}, {rebuilt})"
+            )
         writes = list(self.effects._writes.values())
         for write in writes:
             if write.kind == "contents":
@@ -311,6 +324,8 @@ class _EpilogueWriter:
             return self._original(*original)
         if type(value) in _BUILT_TYPES or type(value) is torch.Size or _is_named_tuple(value):
             return self._built_container(value)
+        if self._write is None and is_plain_object(value):  # inside an object the output holds
+            return self._created_object(value) if holds_traced(value) else self.builder.constant(value)
         write = self._write
         assert write is not None  # set by write() for each recorded write
         place = write.source.describe() if write.source is not None else "?"
@@ -332,6 +347,19 @@ class _EpilogueWriter:
             copy = f"dict({target})" if isinstance(write.before, dict) else f"list({target})"
             name = self._original_names[id(write)] = self.builder.fetch_expression(copy)
         return f"{name}[{self._value(key)}]"
+
+    def _created_object(self, obj: Any) -> str:
+        """An object the program made and returns: a copy of the one made while tracing, its attributes
+        that hold computed values set from this run (once per run, if shared)."""
+        known = self._built.get(id(obj))
+        if known is not None:
+            return known
+        name = self.builder.local(f"{self.builder.constant(copy.copy)}({self.builder.constant(obj)})")
+        self._built[id(obj)] = name
+        for attribute, item in vars(obj).items():
+            if holds_traced(item):  # through __dict__: a frozen dataclass or a custom __setattr__ too
+                self.builder.statement(f"{name}.__dict__[{attribute!r}] = {self._value(item)}")
+        return name
 
     def _built_container(self, value: Any) -> str:
         """A list, tuple, dict or set the program built: built anew on every run (once, if shared)."""
