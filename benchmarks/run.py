@@ -4,7 +4,9 @@ Workloads (../shared/BENCHMARKS.md; models written in this folder, random data, 
 - ``gpt``: GPT-2 124M training step, batch 16 x 1024 tokens, AdamW (``training.GPT``);
 - ``llama``: a Llama-2-7B-shaped model with 4 layers, batch 2 x 2048, AdamW (``llama.Llama``);
 - ``mlp-eval``: the MNIST tutorial's MLP, batch 8, eval forward under ``no_grad`` (per call); on
-  CUDA also ``thunder+graphs``, i.e. ``thunder.jit(model, cuda_graphs=True)``.
+  CUDA also ``thunder+graphs``, i.e. ``thunder.jit(model, cuda_graphs=True)``;
+- ``mlp``: the same MLP's training step (cross entropy, AdamW), batch 8 (per step, in us): a step
+  bound by the host's launches, not by the GPU.
 
 Systems (``--systems``): ``eager``, ``torch.compile`` and ``thunder`` compile the model (forward and
 backward) and step the optimizer outside; ``thunder-step`` (training workloads) is ``thunder.jit`` of
@@ -171,6 +173,40 @@ def _mlp_eval_rows(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
+class _MLPLoss(torch.nn.Module):
+    """The MNIST MLP with its loss, as the training workloads' models return theirs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mlp = mnist_mlp()
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(self.mlp(x).float(), y)
+
+
+def _mlp_train_rows(args: argparse.Namespace) -> list[Row]:
+    dtype = getattr(torch, args.dtype)
+    model = _MLPLoss().to(args.device, dtype)
+    x = torch.rand(8, 784, device=args.device, dtype=dtype)
+    y = torch.randint(0, 10, (8,), device=args.device)
+    rows = []
+    for system in _systems(args):
+        torch.manual_seed(0)
+        net = copy.deepcopy(model)
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=args.device == "cuda")
+        run = _step_of(system, net, optimizer, args)
+        calls = 50
+
+        def steps(run: Callable = run) -> None:
+            for _ in range(calls):
+                run(x, y)
+
+        ms, first_s, peak = _time(steps, args.device, args.warmup, args.steps)
+        rows.append(Row("mlp", system, ms / calls, first_s, peak))
+        del net, optimizer, run
+    return rows
+
+
 def _systems(args: argparse.Namespace) -> tuple[str, ...]:
     chosen = args.systems.split(",")
     return tuple(
@@ -272,7 +308,7 @@ def _print_table(rows: list[Row], args: argparse.Namespace) -> None:
             for i, other in enumerate(("eager", "torch.compile")):
                 base = by_key.get((r.workload, other))
                 ratios[i] = f"{r.ms / base.ms:.2f}" if base else "-"
-        unit_ms = f"{r.ms:.3f}" if r.workload != "mlp-eval" else f"{r.ms * 1000:.1f} us"
+        unit_ms = f"{r.ms:.3f}" if not r.workload.startswith("mlp") else f"{r.ms * 1000:.1f} us"
         print(
             f"| {r.workload} | {r.system} | {unit_ms} | {_fmt(r.tokens_per_s, '.0f')} | {_fmt(r.tflops, '.1f')} | "
             f"{_fmt(r.peak_gib, '.2f')} | {r.first_s:.2f} | {ratios[0]} | {ratios[1]} |"
@@ -316,6 +352,8 @@ def main() -> None:
             rows += _training_rows("llama", model, shape, args)
         elif workload == "mlp-eval":
             rows += _mlp_eval_rows(args)
+        elif workload == "mlp":
+            rows += _mlp_train_rows(args)
         else:
             raise SystemExit(f"unknown workload {workload!r}")
         del model
