@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw
+from torch.fx.experimental import symbolic_shapes
 from torch.fx.passes.split_module import split_module
 
 from thunder.core import dtypes, fallback
@@ -45,10 +45,18 @@ def example_value(node: torch.fx.Node) -> Any:
     return node.meta.get("example_value", node.meta.get("val"))
 
 
+def _hint(value: torch.SymInt | torch.SymBool) -> int | bool:
+    """The value Dynamo saw (``guarding_hint_or_throw`` from torch 2.12; before it, the node's hint)."""
+    hint = getattr(symbolic_shapes, "guarding_hint_or_throw", None)
+    if hint is not None:
+        return hint(value)
+    return value.node.require_hint()
+
+
 def concrete(value: Any) -> Any:
     """A symbolic int, float or bool replaced by the value it has in the example Dynamo traced."""
     if isinstance(value, (torch.SymInt, torch.SymBool)):
-        return guarding_hint_or_throw(value)
+        return _hint(value)
     if isinstance(value, torch.SymFloat):
         return float(value.node.hint)
     return value
