@@ -203,3 +203,20 @@ def test_training_forward_is_not_grouped_and_gradients_match() -> None:
     model(x).sum().backward()
     for actual, expected in zip(grads, [p.grad for p in model.parameters()] + [x.grad]):
         torch.testing.assert_close(actual, expected)
+
+
+def test_linears_are_grouped_in_a_trace_with_symbolic_sizes_elsewhere() -> None:
+    """A decode step with a growing cache: the cache's length is symbolic from the second compile on,
+    the one-row projections are not, and they still run as one launch."""
+
+    def fn(x, wq, wk, cache):
+        q, k = F.linear(x, wq), F.linear(x, wk)
+        return torch.cat([cache, k[None]], 0).sum(0) + q
+
+    wq, wk = torch.randn(16, 32, device=DEVICE), torch.randn(16, 32, device=DEVICE)
+    jitted = thunder.jit(fn, executors=EXECUTORS)
+    for length in (3, 4, 6, 9):
+        x, cache = torch.randn(1, 32, device=DEVICE), torch.randn(length, 1, 16, device=DEVICE)
+        torch.testing.assert_close(jitted(x, wq, wk, cache), fn(x, wq, wk, cache))
+    assert thunder.cache_misses(jitted) <= 3  # static, then symbolic
+    assert any("gemv_linears(" in line for line in _lines(jitted))

@@ -6,7 +6,8 @@ kernel that reads all the weights (``thunder/torch/grouped_linear.py``). The tra
 when an executor of the compile claims ``ltorch.linears`` before any other claims ``ltorch.linear``
 (the user's executor order wins); otherwise grouping would change nothing but the printed trace.
 
-A group takes linears of one input proxy with one row (static sizes), 2-D weights of the input's
+A group takes linears of one input proxy with one row (static sizes: a decode step with a
+growing cache has symbolic sizes in its attention, not in its linears), 2-D weights of the input's
 dtype, and all or none with a bias; at most ``MAX_GROUP`` weights (what one kernel takes), in
 program order. The grouped symbol sits where the group's first linear was, so each weight and
 bias must exist by then: a weight computed between two of the linears (dequantized, transposed)
@@ -20,7 +21,6 @@ from collections.abc import Sequence
 from thunder.core.executor import Executor
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
-from thunder.core.symbolic_shapes import has_symbolic_sizes
 from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.common import rename_outputs
 
@@ -33,7 +33,7 @@ _LINEARS = "ltorch.linears"
 
 def group_linears(trace: Trace, executors: Sequence[Executor]) -> Trace:
     """``trace`` with one-row linears of a shared input grouped, or ``trace`` itself."""
-    if not _claimed_first(executors) or has_symbolic_sizes(trace):
+    if not _claimed_first(executors):
         return trace
     made_at = {p.name: i for i, b in enumerate(trace.bound_symbols) for p in b.proxy_outputs()}
     groups: dict[int, list[BoundSymbol]] = {}  # position of a group's first linear -> its linears
@@ -89,6 +89,9 @@ def _one_row_linear(bound_symbol: BoundSymbol) -> tuple[TensorProxy, TensorProxy
         return None
     if bias is not None and not (isinstance(bias, TensorProxy) and bias.dtype == x.dtype):
         return None
+    tensors = (x, weight) if bias is None else (x, weight, bias)
+    if any(type(size) is not int for t in tensors for size in t.shape):
+        return None  # a symbolic size (a decode step with a growing cache has them elsewhere, not here)
     if x.ndim == 0 or x.numel() != x.shape[-1] or weight.dtype != x.dtype:
         return None
     return x, weight, bias
