@@ -100,3 +100,23 @@ def test_a_model_without_a_cache_returns_a_usable_one() -> None:
         torch.testing.assert_close(
             model(step, past_key_values=cache).logits, model(step, past_key_values=expected).logits
         )
+
+
+class Counter:
+    def __init__(self):
+        self.count = 0
+        self.seen: list = []
+
+
+def test_a_returned_object_is_new_on_every_call_even_without_computed_values() -> None:
+    """It was the object made while tracing: a caller's change to it showed in the next call's result."""
+
+    def fn(x):
+        return x * 2, Counter()
+
+    jitted = thunder.jit(fn)
+    first = jitted(torch.ones(2))[1]
+    first.count += 1
+    first.seen.append("changed by the caller")
+    second = jitted(torch.ones(2))[1]
+    assert second is not first and (second.count, second.seen) == (0, [])

@@ -13,6 +13,7 @@ Objects that came in with the call are the caller's and are not concerned.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -27,8 +28,9 @@ _DEPTH = 8
 
 
 def created_objects(output: Any, source_of: Callable[[Any], Any], location: str) -> list[tuple[tuple, Any]]:
-    """Where in ``output`` (a key path) an object the program made sits that holds a traced value.
-    Raises NotImplementedError for one the epilogue cannot reach (under a dict key not a str or int)."""
+    """Where in ``output`` (a key path) an object the program made sits (made anew per call, as eager
+    makes it: the caller may change it). Raises NotImplementedError for one the epilogue cannot reach
+    (under a dict key not a str or int)."""
     found: list[tuple[tuple, Any]] = []
 
     def visit(value: Any, path: tuple, depth: int) -> None:
@@ -40,7 +42,7 @@ def created_objects(output: Any, source_of: Callable[[Any], Any], location: str)
         elif isinstance(value, dict):
             for key, item in value.items():
                 visit(item, (*path, key), depth - 1)
-        elif is_plain_object(value) and source_of(value) is None and holds_traced(value):
+        elif is_plain_object(value) and source_of(value) is None:
             if any(type(key) not in (str, int) for key in path):
                 raise NotImplementedError(
                     f"the jitted function returns a {type(value).__module__}.{type(value).__qualname__} object it "
@@ -54,8 +56,11 @@ def created_objects(output: Any, source_of: Callable[[Any], Any], location: str)
 
 
 def is_plain_object(value: Any) -> bool:
-    """An instance of a Python class with a ``__dict__`` (not a proxy, tensor, module, class or callable)."""
-    if isinstance(value, (Proxy, torch.Tensor, *_SYMBOLIC, type, torch.nn.Module)) or callable(value):
+    """An instance of a Python class with a ``__dict__`` (not a proxy, tensor, module, enum, class or
+    callable)."""
+    if isinstance(value, (Proxy, torch.Tensor, *_SYMBOLIC, type, torch.nn.Module, enum.Enum)) or callable(
+        value
+    ):
         return False
     return isinstance(getattr(value, "__dict__", None), dict)
 

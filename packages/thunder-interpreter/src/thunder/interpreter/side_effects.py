@@ -324,8 +324,8 @@ class _EpilogueWriter:
             return self._original(*original)
         if type(value) in _BUILT_TYPES or type(value) is torch.Size or _is_named_tuple(value):
             return self._built_container(value)
-        if self._write is None and is_plain_object(value):  # inside an object the output holds
-            return self._created_object(value) if holds_traced(value) else self.builder.constant(value)
+        if self._write is None:  # inside an object the program made and returns (returned_objects.py)
+            return self._created_object(value) if is_plain_object(value) else self.builder.constant(value)
         write = self._write
         assert write is not None  # set by write() for each recorded write
         place = write.source.describe() if write.source is not None else "?"
@@ -350,14 +350,16 @@ class _EpilogueWriter:
 
     def _created_object(self, obj: Any) -> str:
         """An object the program made and returns: a copy of the one made while tracing, its attributes
-        that hold computed values set from this run (once per run, if shared)."""
+        that hold computed values, containers or other objects set from this run (once per run, if
+        shared): eager makes them anew on every call, and a caller may change them."""
         known = self._built.get(id(obj))
         if known is not None:
             return known
         name = self.builder.local(f"{self.builder.constant(copy.copy)}({self.builder.constant(obj)})")
         self._built[id(obj)] = name
         for attribute, item in vars(obj).items():
-            if holds_traced(item):  # through __dict__: a frozen dataclass or a custom __setattr__ too
+            if holds_traced(item) or type(item) in _BUILT_TYPES or is_plain_object(item):
+                # through __dict__: a frozen dataclass or a custom __setattr__ too
                 self.builder.statement(f"{name}.__dict__[{attribute!r}] = {self._value(item)}")
         return name
 
