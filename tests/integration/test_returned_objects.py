@@ -120,3 +120,23 @@ def test_a_returned_object_is_new_on_every_call_even_without_computed_values() -
     first.seen.append("changed by the caller")
     second = jitted(torch.ones(2))[1]
     assert second is not first and (second.count, second.seen) == (0, [])
+
+
+_MUTABLE = {
+    "set": lambda x: (x, {1, 2}),
+    "defaultdict of tensors": lambda x: (x, collections.defaultdict(list, {"a": [x * 2]})),
+    "deque of tensors": lambda x: (x, collections.deque([1, x + 1], maxlen=3)),
+    "bytearray": lambda x: (x, bytearray(b"ab")),
+}
+
+
+@pytest.mark.parametrize("fn", _MUTABLE.values(), ids=_MUTABLE.keys())
+def test_a_returned_mutable_container_is_new_on_every_call(fn: Any) -> None:
+    """A set, deque, defaultdict or bytearray was a constant of the trace (the same object every call,
+    a deque or defaultdict of tensors held proxies); codegen builds them anew."""
+    jitted = thunder.jit(fn)
+    for n in (2, 3):
+        x = torch.randn(n)
+        first, second = jitted(x)[1], jitted(x)[1]
+        assert first is not second and type(first) is type(fn(x)[1])
+        _assert_same(list(first), list(fn(x)[1]))

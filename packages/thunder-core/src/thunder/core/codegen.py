@@ -116,6 +116,15 @@ class _Printer:
             return f"({items},)" if len(x) == 1 else f"({items})"
         if isinstance(x, list):
             return f"[{', '.join(self.value(item) for item in x)}]"
+        if type(x) is set:  # mutable: built anew per call, as eager builds it (a caller may change it)
+            return f"set([{', '.join(self.value(item) for item in x)}])"
+        if type(x) is bytearray:
+            return f"bytearray({bytes(x)!r})"
+        if type(x) is collections.deque:
+            return f"{self.constant(collections.deque)}([{', '.join(self.value(item) for item in x)}], {x.maxlen!r})"
+        if type(x) is collections.defaultdict and all(type(key) in (str, int) for key in x):
+            items = ", ".join(f"{key!r}: {self.value(item)}" for key, item in x.items())
+            return f"{self.constant(collections.defaultdict)}({self.value(x.default_factory)}, {{{items}}})"
         if isinstance(x, dict) and all(type(key) in (str, int) for key in x):
             items = "{" + ", ".join(f"{key!r}: {self.value(item)}" for key, item in x.items()) + "}"
             if type(x) is dict:
