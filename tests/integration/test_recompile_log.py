@@ -180,7 +180,8 @@ def test_grad_mode_and_the_count_of_other_entries():
 
 
 def test_the_reasons_are_bounded_and_hold_no_values():
-    jitted = thunder.jit(scale, cache_size=4)
+    # dynamic=False: an int that changes stays a constant (it would become symbolic on the third compile)
+    jitted = thunder.jit(scale, cache_size=4, dynamic=False)
     x = torch.ones(2)
     for factor in range(recompiles.REASONS_KEPT + 5):
         jitted(x, factor)
@@ -223,7 +224,7 @@ def test_the_prologue_callable_is_unchanged_by_explaining():
 
 
 def test_thunder_logs_prints_to_stderr(monkeypatch, capsys):
-    jitted = thunder.jit(scale)
+    jitted = thunder.jit(scale, dynamic=False)  # every factor compiles (no symbolic int)
     jitted(torch.ones(2), 2)
     monkeypatch.delenv(LOG_VARIABLE, raising=False)
     jitted(torch.ones(2), 3)

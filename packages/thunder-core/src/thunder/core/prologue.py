@@ -427,6 +427,7 @@ class PrologueBuilder:
         self._tensors: dict[int, tuple[Any, TensorProxy]] = {}
         self._tensor_sources: dict[int, Source] = {}  # where each tensor input was first read
         self._numbers: dict[str, NumberProxy] = {}  # by the expression that fetches them
+        self._symbolic_ints: dict[str, Any] = {}  # Python ints traced as symbols, by fetching expression
         self._guarded: set[str] = set()
         self._fetch_names: list[str] = []
         self._finished = False
@@ -508,6 +509,33 @@ class PrologueBuilder:
             self.prologue.record(BoundSymbol(UNPACK, (f"{proxy.name}.shape[{dim}]",), {}, size))
         proxy.shape = torch.Size(shape)
         return tuple(checked)
+
+    def add_symbolic_int(self, value: int, source: Source) -> torch.SymInt | None:
+        """A Python int the program reads, as a symbol if the jitted function's ``DynamicDims`` says it
+        changed between compiles (core/symbolic_shapes.py); None if it stays a constant (the caller
+        checks its value).
+
+        The prologue fetches it, checks that it still is an ``int`` and, with the sizes' conditions,
+        that it is at least 2, and passes it to the computation as an input, as a symbolic size.
+        """
+        policy = symbolic_shapes.current_dynamic_dims()
+        if policy is None or not policy.is_symbolic_int(source.describe(), value):
+            return None
+        expression = source.expression(self._constant_name)
+        known = self._symbolic_ints.get(expression)
+        if known is not None:
+            return known
+        if self.shape_symbols is None:
+            self.shape_symbols = self.prologue.shape_symbols = symbolic_shapes.ShapeSymbols()
+        with tracectx(self.computation):
+            proxy = symbolic_shapes.DimProxy(value)
+        self.computation.args.append(proxy)
+        symbol = self._symbolic_ints[expression] = self.shape_symbols.size(value, source.describe(), proxy)
+        with tracectx(self.prologue):
+            self.prologue.names.add(proxy.name)
+            self.prologue.record(BoundSymbol(UNPACK, (expression,), {}, proxy))
+            self.prologue.record(BoundSymbol(CHECK_TYPE, (proxy, "int")))  # not a bool, float or tensor
+        return symbol
 
     def add_value_guard(self, value: Any, source: Source) -> None:
         """Specialize on a Python value: the prologue checks it is equal on later calls."""

@@ -121,6 +121,8 @@ class DynamicDims:
         self.mode = mode
         self.seen: dict[str, tuple[int, ...]] = {}
         self.marked: dict[str, set[int]] = {}
+        self.seen_ints: dict[str, int] = {}  # Python ints the program read, by where it read them
+        self.marked_ints: set[str] = set()
         self._lock = threading.Lock()
 
     def dims(self, key: str, tensor: torch.Tensor) -> tuple[int, ...]:
@@ -137,6 +139,22 @@ class DynamicDims:
             elif before is not None and len(before) == len(shape):
                 marked.update(d for d, (a, b) in enumerate(zip(before, shape)) if a != b)
             return tuple(d for d in sorted(marked) if d < len(shape) and shape[d] >= 2)
+
+    def is_symbolic_int(self, key: str, value: int) -> bool:
+        """Whether the Python int ``value`` (read from ``key``) is traced as a symbol; records it.
+
+        The rule of the dims, for a number: symbolic once two compiles read other values there, and
+        only from 2 on (0, 1 and negative values stay constants, checked by value). ``dynamic=True``
+        does not make every int symbolic: only those that changed.
+        """
+        if self.mode is False:
+            return False
+        with self._lock:
+            before = self.seen_ints.get(key)
+            self.seen_ints[key] = value
+            if before is not None and before != value:
+                self.marked_ints.add(key)
+            return value >= 2 and key in self.marked_ints
 
 
 _state = threading.local()

@@ -52,6 +52,7 @@ from thunder.interpreter.returned_objects import created_objects
 from thunder.interpreter.side_effects import SideEffects
 from thunder.interpreter.trace_time_effects import TraceTimeEffects
 from thunder.interpreter.vm import InterpreterError, InterpreterHooks, interpret
+from thunder.interpreter.vm.calls import hashable
 from thunder.torch.inplace import torch_lookaside
 
 __all__ = ["interpreter_frontend", "InterpreterEvent", "UnsupportedTorchFunctionError"]
@@ -121,6 +122,11 @@ def _thunder_type(*args: Any) -> Any:
     if len(args) == 1 and type(args[0]) in _SIZE_TYPES:
         return _SIZE_TYPES[type(args[0])]
     return type(*args)
+
+
+def _thunder_hash(value: Any) -> int:
+    """``hash`` of a symbolic int is its value's, guarded (torch's SymInt cannot be hashed)."""
+    return hash(hashable(value))
 
 
 # A symbolic size stands for the Python number eager has there: a program that tells ints apart
@@ -231,6 +237,8 @@ class TracingHooks(InterpreterHooks):
             return _thunder_isinstance
         if fn is type:
             return _thunder_type
+        if fn is hash:
+            return _thunder_hash
         if fn is torch.finfo or fn is torch.iinfo:  # classes, given a proxy's (thunder) dtype
             return _guard_torch_callable(fn)
         if fn is torch.compiler.is_compiling:

@@ -11,6 +11,9 @@ kind                                    check on later calls
 tensor                                  a computation input: shape, dtype, device, requires_grad
 read from a tensor (``x.shape[0]``)     nothing more: the tensor's check covers its metadata
 int, float (``cache="symbolic values"``)  a computation input: its type only, its value once specialized
+int that changed between compiles      a symbolic size (``torch.SymInt``): its type, ``>= 2``, and what
+                                        the program decided on it (core/symbolic_shapes.py); 0, 1 and
+                                        negative ints, and ints never seen to change, go on below
 enum member, ``object()`` sentinel      identity
 bool, int, float, complex, str, bytes,  type and value (``True`` is not ``1``, ``1`` is not ``1.0``)
 None, Ellipsis, dtype, device, layout,
@@ -198,6 +201,10 @@ class ValueGuards:
             return value
         if self.load_number is not None and type(value) in (int, float):
             return self.load_number(value, source, name)
+        if type(value) is int:  # one that changed between compiles is a symbol (core/symbolic_shapes.py)
+            symbolic = self.builder.add_symbolic_int(value, source)
+            if symbolic is not None:
+                return symbolic
         if isinstance(value, enum.Enum) or _is_sentinel(value):
             self.builder.add_identity_guard(value, source)
             return value

@@ -123,12 +123,26 @@ _KEYED = (dict, set, frozenset)
 _KEYED_METHODS = frozenset("get setdefault pop __getitem__ __contains__ add discard remove".split())
 
 
-def check_lookup_key(context: Any, container: Any, key: Any, operation: str) -> None:
-    """A dict or set from outside the call looked up by a key of the program's making (hooks decide)."""
+def check_lookup_key(context: Any, container: Any, key: Any, operation: str) -> Any:
+    """The key to look ``container`` up by: a dict or set from outside the call looked up by a key of the
+    program's making is checked (hooks decide); a symbolic int is its value (``hashable``)."""
     if type(key) is int or type(key) is str or not isinstance(container, _KEYED):
-        return
+        return key
     if context.provenance.source_of(container) is not None:
         context.hooks.check_lookup_key(container, key, operation)
+    return hashable(key)
+
+
+def hashable(value: Any) -> Any:
+    """A symbolic int (``torch.SymInt`` & co., thunder.core.symbolic_shapes) as a dict key or set item is
+    the value it was traced with, guarded: such a lookup is a decision on the value (torch's SymInt
+    cannot be hashed). Native code hashing one (``functools.lru_cache``, einops' cache of shapes) still
+    gets torch's TypeError, which such code catches."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        concrete = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(value)]
+        return concrete(value)
+    return value
 
 
 def report_mutation(context: Any, container: Any, operation: str) -> None:
@@ -140,7 +154,7 @@ def report_mutation(context: Any, container: Any, operation: str) -> None:
 
 def call_opaque(context: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
     if type(fn) is BuiltinMethodType and fn.__name__ in _KEYED_METHODS and args:
-        check_lookup_key(context, fn.__self__, args[0], f".{fn.__name__}()")
+        args = (check_lookup_key(context, fn.__self__, args[0], f".{fn.__name__}()"), *args[1:])
     if type(fn) is BuiltinMethodType and fn.__name__ in _MUTATING_METHODS:
         owner = fn.__self__
         if isinstance(owner, _MUTABLE_CONTAINERS):

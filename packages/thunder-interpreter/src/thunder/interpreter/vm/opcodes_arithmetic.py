@@ -117,6 +117,6 @@ def contains_op(frame: Any, op: Any) -> None:
             context, call(context, lookup_type(type(container), "__contains__"), (container, item), {})
         )
     else:
-        check_lookup_key(context, container, item, "in")
+        item = check_lookup_key(context, container, item, "in")
         found = item in container
     stack[-1] = found != bool(op.arg)

@@ -11,6 +11,7 @@ from thunder.interpreter.vm.calls import (
     _MUTABLE_CONTAINERS,
     call,
     check_lookup_key,
+    hashable,
     lookup_type,
     report_mutation,
 )
@@ -39,13 +40,13 @@ def build_list(frame: Any, op: Any) -> None:
 
 @handles("BUILD_SET")
 def build_set(frame: Any, op: Any) -> None:
-    frame.stack.append(set(_pop_many(frame.stack, op.arg)))
+    frame.stack.append({hashable(item) for item in _pop_many(frame.stack, op.arg)})
 
 
 @handles("BUILD_MAP")
 def build_map(frame: Any, op: Any) -> None:
     items = _pop_many(frame.stack, 2 * op.arg)
-    frame.stack.append(dict(zip(items[::2], items[1::2])))
+    frame.stack.append(dict(zip(map(hashable, items[::2]), items[1::2])))
 
 
 @handles("BUILD_CONST_KEY_MAP")
@@ -73,14 +74,14 @@ def list_append(frame: Any, op: Any) -> None:
 @handles("SET_ADD")
 def set_add(frame: Any, op: Any) -> None:
     value = frame.stack.pop()
-    frame.stack[-op.arg].add(value)
+    frame.stack[-op.arg].add(hashable(value))
 
 
 @handles("MAP_ADD")
 def map_add(frame: Any, op: Any) -> None:
     value = frame.stack.pop()
     key = frame.stack.pop()
-    frame.stack[-op.arg][key] = value
+    frame.stack[-op.arg][hashable(key)] = value
 
 
 @handles("LIST_EXTEND")
@@ -177,7 +178,9 @@ def subscript(context: Any, container: Any, key: Any) -> Any:
     if has_user_dunder(context, cls, "__getitem__"):
         value = call(context, lookup_type(cls, "__getitem__"), (container, key), {})
     else:
-        check_lookup_key(context, container, key, "[]")
+        key = check_lookup_key(context, container, key, "[]")
+        if isinstance(container, (list, tuple)):  # an index is a decision on the value: guarded, as a key is
+            key = hashable(key)
         value = container[key]
     if type(key) is int or type(key) is str:
         base = context.provenance.source_of(container)
@@ -203,7 +206,7 @@ def store_subscr(frame: Any, op: Any) -> None:
     if has_user_dunder(context, type(container), "__setitem__"):
         call(context, lookup_type(type(container), "__setitem__"), (container, key, value), {})
     else:
-        check_lookup_key(context, container, key, "[]=")
+        key = check_lookup_key(context, container, key, "[]=")
         if isinstance(container, _MUTABLE_CONTAINERS):
             report_mutation(context, container, "[]=")
         container[key] = value
@@ -213,7 +216,7 @@ def store_subscr(frame: Any, op: Any) -> None:
 def delete_subscr(frame: Any, op: Any) -> None:
     key = frame.stack.pop()
     container = frame.stack.pop()
-    check_lookup_key(frame.context, container, key, "del []")
+    key = check_lookup_key(frame.context, container, key, "del []")
     if isinstance(container, _MUTABLE_CONTAINERS):
         report_mutation(frame.context, container, "del []")
     del container[key]
