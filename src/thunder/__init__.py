@@ -97,11 +97,12 @@ def jit(
             step's forward and backward) into a CUDA graph per input layout and replays it: one launch
             instead of one per kernel, for launch-bound programs; inputs other than parameters are
             copied into the graph's buffers and outputs out of them (``thunder.core.cuda_graphs``).
-            ``dynamic=False`` keeps every tensor size a constant of the program; by default a dim whose
-            size changed between compiles is a symbolic size from the next compile on (one program for
-            every length, its prologue checking what the program assumed of the size);
-            ``dynamic=True`` makes every dim of every input but parameters symbolic from the first
-            compile (``thunder.core.symbolic_shapes``).
+            ``dynamic=False`` keeps every tensor size and Python int a constant of the program; by
+            default a dim whose size changed between compiles, or an int the program reads whose value
+            did, is symbolic from the next compile on (one program for every length, its prologue
+            checking what the program assumed of the size); ``dynamic=True`` makes every dim of every
+            input but parameters symbolic from the first compile (ints still only once they change;
+            ``thunder.core.symbolic_shapes``).
             ``disk_cache=False`` neither reads nor writes the on-disk cache of compiled programs
             (``THUNDER_CACHE_DIR``; on by default unless ``THUNDER_DISK_CACHE=0``; see
             :func:`clear_cache`).

@@ -11,6 +11,11 @@ module makes such sizes *symbolic*, the way torch.compile's "automatic dynamic" 
   ``thunder.jit(fn, dynamic=True)`` marks every dim of every non-parameter input from the first
   compile; ``dynamic=False`` never marks any. A dynamic dim of size 0 or 1 stays specialized (as in
   torch): broadcasting and squeezing treat those sizes differently.
+- **Which ints.** The same rule for a Python ``int`` the program reads from outside the call (an
+  argument, an attribute, a global: what ``interpreter/guards.py`` loads): once two compiles read
+  different values at one place, later compiles trace it as a symbol of the same ShapeEnv
+  (``DynamicDims.is_symbolic_int``, ``PrologueBuilder.add_symbolic_int``), fetched by the prologue,
+  checked to be an ``int`` and ``>= 2``. 0, 1, negative ints, bools and enums stay constants.
 - **The machinery is torch's own** (``torch.fx.experimental.symbolic_shapes.ShapeEnv``): a dynamic
   dim of an input is a ``torch.SymInt`` in the proxy's shape. Arithmetic on it gives other SymInts
   (``s0 + 1``) without recording anything; every Python decision on one (``bool`` of a comparison,
