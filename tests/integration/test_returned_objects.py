@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import thunder
+from thunder.interpreter.returned_objects import attributes
 
 
 @dataclasses.dataclass
@@ -38,6 +39,18 @@ class Holder:
         self.label = "holder"
 
 
+class Slotted:
+    __slots__ = ("value", "size")
+
+    def __init__(self, value: torch.Tensor, size: int):
+        self.value, self.size = value, size
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FrozenSlots:
+    value: torch.Tensor
+
+
 Pair = collections.namedtuple("Pair", "first second")
 
 _PROGRAMS = {
@@ -46,6 +59,8 @@ _PROGRAMS = {
     "object in a list": lambda x: [Holder(x - 1)],
     "object in a dict": lambda x: {"holder": Holder(x * 3), "x": x},
     "named tuple of a list": lambda x: Pair([x * 2], 1),
+    "slots": lambda x: Slotted(x * 2, x.shape[0]),
+    "frozen dataclass with slots": lambda x: [FrozenSlots(x + 1)],
     "named tuple of sizes and an object": lambda x: Pair(x.shape[0], Result(x.shape[1], x)),
 }
 
@@ -61,9 +76,9 @@ def _assert_same(result: Any, expected: Any) -> None:
         assert type(result) is type(expected) and result.keys() == expected.keys()
         for key in expected:
             _assert_same(result[key], expected[key])
-    elif hasattr(expected, "__dict__"):
+    elif hasattr(expected, "__dict__") or hasattr(expected, "__slots__"):
         assert type(result) is type(expected)
-        _assert_same(vars(result), vars(expected))
+        _assert_same(attributes(result), attributes(expected))
     else:
         assert type(result) is type(expected) and result == expected
 

@@ -21,7 +21,7 @@ import torch
 
 from thunder.core.proxies import Proxy
 
-__all__ = ["created_objects", "holds_traced", "is_plain_object"]
+__all__ = ["attributes", "created_objects", "holds_traced", "is_plain_object", "replace_at"]
 
 _SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 _DEPTH = 8
@@ -56,13 +56,32 @@ def created_objects(output: Any, source_of: Callable[[Any], Any], location: str)
 
 
 def is_plain_object(value: Any) -> bool:
-    """An instance of a Python class with a ``__dict__`` (not a proxy, tensor, module, enum, class or
-    callable)."""
+    """An instance of a Python class with a ``__dict__`` or ``__slots__`` (not a proxy, tensor, module,
+    enum, class or callable)."""
     if isinstance(value, (Proxy, torch.Tensor, *_SYMBOLIC, type, torch.nn.Module, enum.Enum)) or callable(
         value
     ):
         return False
-    return isinstance(getattr(value, "__dict__", None), dict)
+    return isinstance(getattr(value, "__dict__", None), dict) or bool(slot_names(type(value)))
+
+
+def attributes(value: Any) -> dict[str, Any]:
+    """An object's attributes: its ``__dict__`` and the slots that are set."""
+    found = dict(vars(value)) if isinstance(getattr(value, "__dict__", None), dict) else {}
+    for name in slot_names(type(value)):
+        if name not in found and hasattr(value, name):
+            found[name] = getattr(value, name)
+    return found
+
+
+def slot_names(cls: type) -> tuple[str, ...]:
+    names: list[str] = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__"):
+                names.append(name)
+    return tuple(names)
 
 
 def holds_traced(value: Any, depth: int = _DEPTH) -> bool:
@@ -76,7 +95,7 @@ def holds_traced(value: Any, depth: int = _DEPTH) -> bool:
     if isinstance(value, dict):
         return any(holds_traced(item, depth - 1) for item in value.values())
     if is_plain_object(value):
-        return any(holds_traced(item, depth - 1) for item in vars(value).values())
+        return any(holds_traced(item, depth - 1) for item in attributes(value).values())
     return False
 
 

@@ -43,7 +43,7 @@ from thunder.core import devices, dtypes
 from thunder.core.epilogue import Epilogue, EpilogueBuilder
 from thunder.core.proxies import Proxy
 from thunder.core.sources import AttributeSource, GlobalSource, ItemSource, KeysSource, LengthSource, Source
-from thunder.interpreter.returned_objects import holds_traced, is_plain_object, replace_at
+from thunder.interpreter.returned_objects import attributes, holds_traced, is_plain_object, replace_at
 
 __all__ = ["SideEffects", "UnreplayableSideEffectError"]
 
@@ -357,10 +357,15 @@ class _EpilogueWriter:
             return known
         name = self.builder.local(f"{self.builder.constant(copy.copy)}({self.builder.constant(obj)})")
         self._built[id(obj)] = name
-        for attribute, item in vars(obj).items():
+        in_dict = vars(obj) if isinstance(getattr(obj, "__dict__", None), dict) else {}
+        for attribute, item in attributes(obj).items():
             if holds_traced(item) or type(item) in _BUILT_TYPES or is_plain_object(item):
-                # through __dict__: a frozen dataclass or a custom __setattr__ too
-                self.builder.statement(f"{name}.__dict__[{attribute!r}] = {self._value(item)}")
+                # past __setattr__ (a frozen dataclass, a custom one): through __dict__, or object's for a slot
+                if attribute in in_dict:
+                    self.builder.statement(f"{name}.__dict__[{attribute!r}] = {self._value(item)}")
+                else:
+                    setter = self.builder.constant(object.__setattr__)
+                    self.builder.statement(f"{setter}({name}, {attribute!r}, {self._value(item)})")
         return name
 
     def _built_container(self, value: Any) -> str:
