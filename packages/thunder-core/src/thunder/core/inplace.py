@@ -29,7 +29,7 @@ import torch
 
 from thunder.core import dtypes, prims
 from thunder.core.proxies import Proxy, TensorProxy
-from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import Trace, get_tracectx
 
@@ -506,17 +506,30 @@ def finish(trace: Trace, output: Any) -> Any:
     mutations = trace.mutations
     if mutations is None:
         return output
+    # which outputs the user's code returned as a mutated input itself (``x.add_(1); return x``), by
+    # position, before resolving: ``y = x + 1; x.copy_(y); return y`` returns the same current value,
+    # but ``y`` is a tensor of its own in eager, which a later write to ``x`` does not change
+    copies = mutations.mutated_inputs()
+    destinations = {destination.name for destination, _ in copies}
+    returned_as_input = [
+        isinstance(leaf, TensorProxy) and leaf.name in destinations for leaf in tree_leaves(output)
+    ]
     output = mutations.resolve(output)
     returned_inputs: dict[int, TensorProxy] = {}
-    copies = mutations.mutated_inputs()
     # An output that is an input's value from before its update (``v = a.clone(); a.add_(1); return v``:
     # the functional clone is ``a`` itself) must not be the input, which the epilogue overwrites.
     overwritten = {id(destination) for destination, _ in copies}
     snapshots: dict[int, TensorProxy] = {}
     for leaf in tree_leaves(output):
-        if id(leaf) in overwritten and id(leaf) not in snapshots and not (torch.is_grad_enabled() and leaf.requires_grad):
+        if (
+            id(leaf) in overwritten
+            and id(leaf) not in snapshots
+            and not (torch.is_grad_enabled() and leaf.requires_grad)
+        ):
             snapshots[id(leaf)] = _snapshot_meta(leaf)
-            trace.record(BoundSymbol(snapshot_symbol(), (leaf,), {}, snapshots[id(leaf)], (), grad_enabled=False))
+            trace.record(
+                BoundSymbol(snapshot_symbol(), (leaf,), {}, snapshots[id(leaf)], (), grad_enabled=False)
+            )
     output = tree_map(lambda x: snapshots.get(id(x), x) if isinstance(x, TensorProxy) else x, output)
     for destination, value in copies:
         # recorded directly: calling the symbol would replace ``destination`` by its current value
@@ -526,4 +539,9 @@ def finish(trace: Trace, output: Any) -> Any:
     # An input updated in place and returned is returned itself, as in eager mode: the same object
     # (later writes to it reach the caller's tensor), with its own requires_grad. With gradients the
     # value is returned, since the copy into the input is not recorded by autograd.
-    return tree_map(lambda x: returned_inputs.get(id(x), x) if isinstance(x, TensorProxy) else x, output)
+    leaves, spec = tree_flatten(output)
+    leaves = [
+        returned_inputs.get(id(leaf), leaf) if isinstance(leaf, TensorProxy) and as_input else leaf
+        for leaf, as_input in zip(leaves, returned_as_input)
+    ]
+    return tree_unflatten(leaves, spec)

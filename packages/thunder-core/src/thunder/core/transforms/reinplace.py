@@ -178,7 +178,7 @@ class _Program:
                 break
             value = self_operand
         links.reverse()
-        if not self._old_values_unread(links, destination, copy_index):
+        if not self._old_values_unread(links, destination, copy_index) or self._returned(links):
             return None
         return links if self._no_barrier_between(links[0], copy_index) else None
 
@@ -222,6 +222,20 @@ class _Program:
                     continue
                 return False
         return True
+
+    def _returned(self, links: list[int]) -> bool:
+        """Whether the program returns a link's value (or a view of it): a tensor of its own in eager
+        (``y = x + 1; x.copy_(y); return y``), which in place would be the input's memory, changed by
+        the caller's next write to the input (``inplace.finish`` returns the input itself as the input)."""
+        written = {
+            self.roots.get(p.name, p.name) for link in links for p in self.bound_symbols[link].proxy_outputs()
+        }
+        return any(
+            self.roots.get(p.name, p.name) in written
+            for b in self.bound_symbols
+            if b.symbol is RETURN
+            for p in b.proxy_args()
+        )
 
     def _returns_the_input_only(self, reader: int, destination: TensorProxy, root: str) -> bool:
         bound_symbol = self.bound_symbols[reader]
