@@ -46,6 +46,7 @@ from thunder.core.transforms.autograd import saved_bytes, split_forward_backward
 from thunder.core.transforms.causal_attention import use_causal_attention
 from thunder.core.transforms.claim_executors import claim_executors, fused_by
 from thunder.core.transforms.copy_backs import place_copy_backs
+from thunder.core.transforms.cse import cse
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.early_updates import place_updates_early
 from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
@@ -171,6 +172,7 @@ def compile_computation(
         _transform_if_changed(traces, stats, "additive attention masks", additive_attention_masks)
         step("fuse linear cross entropy", fuse_linear_cross_entropy)
     step("dce", dce)
+    _transform_if_changed(traces, stats, stage_prefix + "cse", cse)
     _transform_if_changed(traces, stats, stage_prefix + "updates placed early", place_updates_early)
     _transform_if_changed(traces, stats, stage_prefix + "copy-backs placed early", place_copy_backs)
     if not stage_prefix:  # not a forward or backward of autograd: nothing saved for later reads old values

@@ -19,7 +19,6 @@ import math
 from thunder.core import dtypes
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
-from thunder.core.symbolic_shapes import has_symbolic_sizes
 from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.causal_attention import sdpa_arguments
 from thunder.core.transforms.common import rename_outputs
@@ -31,8 +30,6 @@ _SDPA = "ltorch.scaled_dot_product_attention"
 
 def additive_attention_masks(trace: Trace) -> Trace:
     """``trace`` with boolean attention masks converted once per mask and dtype, or ``trace`` itself."""
-    if has_symbolic_sizes(trace):
-        return trace
     new = from_trace(trace, "Additive attention masks (transforms/attention_masks.py)")
     new.mutations = trace.mutations
     additive: dict[tuple[str, dtypes.dtype], TensorProxy] = {}  # (mask, query dtype) -> its additive mask
@@ -46,6 +43,12 @@ def additive_attention_masks(trace: Trace) -> Trace:
             and mask.dtype is dtypes.bool8
             and isinstance(query, TensorProxy)
             and query.dtype.is_floating_point
+            and all(  # a symbolic size: left as it is (retracing could need a guard the prologue lacks)
+                type(size) is int
+                for t in (mask, query, arguments["key"], arguments["value"])
+                if isinstance(t, TensorProxy)
+                for size in t.shape
+            )
         ):
             new.bound_symbols.append(bound_symbol)
             continue

@@ -1,0 +1,76 @@
+"""Common-subexpression elimination (``core/transforms/cse.py``) against eager PyTorch."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+import thunder
+
+
+def _trace(jitted) -> str:
+    return str(thunder.last_traces(jitted)[-1])
+
+
+def test_repeated_computations_run_once_and_match_eager() -> None:
+    def fn(x, n: int):
+        positions = [torch.arange(n) + x.shape[0] for _ in range(4)]  # one per layer, as HF's caches
+        scaled = [x.float() * 2 for _ in range(3)]
+        return sum(p.sum() for p in positions) + sum(s.sum() for s in scaled)
+
+    jitted = thunder.jit(fn)
+    for n in (3, 5):
+        x = torch.randn(6, 2)
+        torch.testing.assert_close(jitted(x, n), fn(x, n))
+    trace = _trace(jitted)
+    assert trace.count("torch.arange(") == 1
+    assert trace.count("torch.mul(") == 1
+
+
+def test_random_ops_are_not_shared() -> None:
+    def fn(x):
+        return F.dropout(x, 0.5) - F.dropout(x, 0.5), torch.rand(3) - torch.rand(3)
+
+    a, b = thunder.jit(fn)(torch.ones(1000))
+    assert a.abs().sum() > 0 and b.abs().sum() > 0  # two draws each, as in eager
+
+
+def test_values_that_compare_equal_but_differ_are_not_shared() -> None:
+    def fn(x):
+        return x + 0.0, x + -0.0, x.pow(True), x.pow(1), x.new_full((2,), 1), x.new_full((2,), 1.0)
+
+    jitted = thunder.jit(fn)
+    x = torch.tensor([-0.0, 1.5])
+    for actual, expected in zip(jitted(x), fn(x)):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+        assert actual.dtype == expected.dtype
+        assert torch.equal(torch.signbit(actual), torch.signbit(expected))
+
+
+def test_in_place_updates_between_equal_expressions() -> None:
+    def fn(x):
+        a = x + 1
+        x.mul_(3)
+        b = x + 1  # the same expression of a new value
+        x.add_(1)
+        c = x + 1
+        return a, b, c
+
+    jitted = thunder.jit(fn)
+    for _ in range(2):
+        x, expected_x = torch.randn(4), None
+        expected_x = x.clone()
+        for actual, expected in zip(jitted(x), fn(expected_x)):
+            torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(x, expected_x)
+
+
+def test_gradients_through_shared_subexpressions() -> None:
+    def fn(x, w):
+        return (torch.tanh(x @ w) * torch.tanh(x @ w)).sum() + (x @ w).exp().sum()
+
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, 2, requires_grad=True)
+    actual = torch.autograd.grad(thunder.jit(fn)(x, w), (x, w))
+    expected = torch.autograd.grad(fn(x, w), (x, w))
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e)
