@@ -177,3 +177,24 @@ def test_a_fusion_region_reading_the_old_value_runs_before_the_copy_back() -> No
         torch.testing.assert_close(jitted(x, y, w), fn(x, y, w_eager))
         torch.testing.assert_close(w, w_eager)
     assert fuser.regions > 0
+
+
+def test_a_view_recomputed_for_a_region_runs_before_that_region() -> None:
+    """Found by fuzzing with a CPU nvFuser: a reshape that rematerialization put into the region reading it
+    was then peeled out of that region again as a leading view, and, appended after the program, was
+    emitted after the return (``t11`` read before it was assigned)."""
+    from test_hf_regions import NvFuserClaimsOnCpu
+
+    def fn(a: torch.Tensor) -> tuple:
+        v0 = a[..., ::2]
+        a.add_(1)
+        v3 = torch.outer(a.flatten(), v0.flatten())
+        v4 = a + v3
+        return v4, torch.neg(v4), a
+
+    jitted = thunder.jit(fn, executors=[NvFuserClaimsOnCpu(), "torch"])
+    for _ in range(2):
+        a = torch.randn(1)
+        expected_a = a.clone()
+        torch.testing.assert_close(jitted(a), fn(expected_a))
+        torch.testing.assert_close(a, expected_a)

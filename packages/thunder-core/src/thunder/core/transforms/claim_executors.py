@@ -356,7 +356,10 @@ def _emit(
     for index, (bound_symbol, _) in enumerate(claimed):
         for proxy in bound_symbol.proxy_args():
             producer = producer_of.get(proxy.name)
-            if producer is not None and producer < index and node_of[producer] != node_of[index]:
+            # a symbol recomputed for a region is appended after the program (region_remat.py), and one
+            # peeled out of that region again is a node of its own that the region reads: later in
+            # ``claimed``, still a dependency (it was emitted after the return)
+            if producer is not None and node_of[producer] != node_of[index]:
                 dependencies[node_of[index]].add(node_of[producer])
     for index, previous in chain.items():
         if node_of[previous] != node_of[index]:
