@@ -16,6 +16,7 @@ compiles three times whatever its length.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -194,7 +195,9 @@ def test_generate_matches_eager(name: str, spelling: str, cache: str, mode: str)
     actual = _generate(generator, prompt, cache, mode)
     torch.testing.assert_close(actual, expected, rtol=0, atol=0)
     assert thunder.cache_misses(jitted) >= 2  # the compiled forward ran: the prompt, then the steps
-    if cache == "static" and name != "mistral":  # Mistral's sliding-window layer counts in a Python int
+    if (
+        cache == "static"
+    ):  # Mistral's sliding-window layer counts in a Python int: symbolic from the first step
         assert thunder.cache_misses(jitted) == 2
     if spelling == "module":
         assert "forward" not in model.__dict__  # routed only while generate() ran
@@ -235,11 +238,12 @@ def test_thunder_module_behaves_as_the_model() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["llama", *(pytest.param(n, marks=pytest.mark.slow) for n in ("gpt2", "qwen2", "gemma"))]
+    "name",
+    ["llama", *(pytest.param(n, marks=pytest.mark.slow) for n in ("gpt2", "qwen2", "gemma", "mistral"))],
 )
 def test_dynamic_cache_compiles_a_constant_number_of_times(name: str) -> None:
-    """Point 3 of issue 23: every decode step grows the cache by one, a new shape (Mistral is left out:
-    its sliding-window layer counts tokens in a Python int the program reads, one compile per step). The cache length
+    """Point 3 of issue 23: every decode step grows the cache by one, a new shape (and, for Mistral, a
+    new count of tokens in its sliding-window layer's Python int). The cache length
     becomes a symbolic size (core/symbolic_shapes.py) on the second decode compile, so a generation
     compiles three times however many tokens it makes: the prompt, the first step (static: one
     length seen so far), then one program for every later cache length. A new prompt length compiles
@@ -260,6 +264,40 @@ def test_dynamic_cache_compiles_a_constant_number_of_times(name: str) -> None:
     assert thunder.compile_stats(jitted).dynamic_fallbacks == []
     decode = str(thunder.last_traces(jitted)[-1])
     assert "torch.cat([keys, " in decode and "1 + s" in decode  # the grown cache's length is 1 + s..
+
+
+@pytest.mark.parametrize(
+    "window, misses",
+    [(None, 3), pytest.param(8, 5, marks=pytest.mark.slow)],
+    ids=["default-window", "window-crossed"],
+)
+def test_mistral_sliding_window_cache_compiles_a_constant_number_of_times(
+    window: int | None, misses: int
+) -> None:
+    """Mistral's config has a sliding window, so its DynamicCache is made of sliding-window layers that
+    count the tokens seen in a Python int (``cumulative_length += n``) and decide on it (``is_full``,
+    ``kv_offset``): guarded by value, every decode step compiled again. The int changed between the
+    prompt's compile and the first step's, so it is a symbolic int from then on (core/symbolic_shapes.py);
+    the epilogue writes each call's count back. The default window (4096) is never reached: the prompt,
+    the first step (the cache's tensors static), then every later step. A window of 8 is crossed
+    during the generation: the steps at its edge (where the kept keys stop growing, where ``is_full``
+    turns) compile their own entries, then one entry serves every later full-window step."""
+    assert _decoder_config(transformers.MistralConfig).sliding_window is not None
+    torch.manual_seed(0)
+    extra = {} if window is None else {"sliding_window": window}
+    model = transformers.MistralForCausalLM(_decoder_config(transformers.MistralConfig, **extra)).eval()
+    jitted = thunder.jit(model)
+    prompt = torch.randint(3, VOCAB, (2, 5), generator=torch.Generator().manual_seed(1))
+    for steps in (STEPS, 2 * STEPS):
+        options = {"do_sample": False, "max_new_tokens": steps}
+        with torch.no_grad():
+            expected = model.generate(prompt, **options)
+            actual = jitted.generate(prompt, **options)
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+        assert thunder.cache_misses(jitted) == misses
+    assert thunder.compile_stats(jitted).dynamic_fallbacks == []
+    prologue = str(thunder.last_prologue_traces(jitted)[-1])
+    assert re.search(r"s\d+ = .*\.cumulative_length\n", prologue)
 
 
 def test_static_cache_prefill_compiles_once_for_any_prompt_length() -> None:
