@@ -183,6 +183,12 @@ def test_an_int_used_as_a_key_or_index_specializes(use: Callable) -> None:
         pytest.param(lambda x, c: x[: c.n // 2] * (c.n % 3), 3, id="floordiv mod"),
         pytest.param(lambda x, c: x[:1].expand(c.n) + c.n**2, 2, id="expand, power"),
         pytest.param(lambda x, c: x.narrow(0, c.n, 3), 2, id="narrow"),
+        # the number of pieces is Python structure: a guard on it (ceil(20 / n) pieces: 5 and 6 share an
+        # entry for split and chunk; n pieces for tensor_split), never a static fallback
+        pytest.param(lambda x, c: torch.cat(x.split(c.n)[:2]) * len(x.split(c.n)), 5, id="split"),
+        pytest.param(lambda x, c: torch.cat(x.chunk(c.n)[:1]) * len(x.chunk(c.n)), 5, id="chunk"),
+        pytest.param(lambda x, c: x.tensor_split(c.n)[0] * c.n, 6, id="tensor_split"),
+        pytest.param(lambda x, c: x + (c.n == 4), 3, id="comparison as an operand"),  # 3; 4; not 4
     ],
 )
 def test_arithmetic_on_a_symbolic_int_stays_symbolic(use: Callable, misses: int) -> None:

@@ -106,6 +106,8 @@ def to_dtype(a: Any, dtype: dtypes.dtype) -> Any:
         return torch.sym_float(a) if dtype.is_floating_point else a
     if type(a) is torch.SymFloat and dtype.is_floating_point:
         return a
+    if type(a) is torch.SymBool:  # ``x + (n == 4)``: float() takes no SymBool; its value, guarded
+        a = bool(a)
     if dtype.is_complex:
         return complex(a)
     if isinstance(a, complex) and a.imag != 0:  # as eager: float(1j) would be Python's TypeError

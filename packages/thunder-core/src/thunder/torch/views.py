@@ -187,7 +187,7 @@ def split_with_sizes(input: TensorProxy, split_sizes: Sequence[int], dim: int = 
 
 @torchsymbol(torch.split, torch.Tensor.split, torch.unsafe_split, method="split", tags=SHAPE)
 def split(a: TensorProxy, split_size_or_sections: Any, dim: int = 0) -> tuple[TensorProxy, ...]:
-    if not isinstance(split_size_or_sections, int):
+    if not isinstance(split_size_or_sections, (int, torch.SymInt)):  # a symbolic size or int is one size
         return _split_by_sizes(a, tuple(split_size_or_sections), dim)
     size = split_size_or_sections
     if a.ndim == 0:
@@ -242,11 +242,11 @@ def tensor_split(input: TensorProxy, indices_or_sections: Any, dim: int = 0) -> 
         )
     d = canonical_dim(dim, input.ndim)
     length = input.shape[d]
-    if isinstance(indices_or_sections, int):
+    if isinstance(indices_or_sections, (int, torch.SymInt)):
         sections = indices_or_sections
         if sections <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
-        base, extra = divmod(length, sections)
+        base, extra = length // sections, length % sections  # divmod takes no symbolic sizes
         sizes = [base + 1] * extra + [base] * (sections - extra)
         return _split_by_sizes(input, sizes, d)
     bounds = [0] + [min(max(i + length if i < 0 else i, 0), length) for i in indices_or_sections] + [length]
