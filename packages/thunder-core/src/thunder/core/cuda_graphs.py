@@ -110,6 +110,8 @@ class GraphedFunction:
             with self._lock:
                 captured = self.graphs.get(key)
                 if captured is None and key not in self._ran:  # a first call: no graph yet
+                    if len(self._ran) >= _MAX_WAITING_KEYS:  # layouts seen once each (inputs at new
+                        self._ran.clear()  # addresses every call) would grow it without bound
                     self._ran.add(key)
                     return self.fn(*args)
                 if captured is None:
@@ -218,6 +220,9 @@ class _InputPlan:
 
 
 _DATA_PTR, _STRIDE = torch.Tensor.data_ptr, torch.Tensor.stride
+# At most this many layouts wait for their second call (the capture); forgetting one only delays
+# its capture by a call.
+_MAX_WAITING_KEYS = 64
 
 
 def _picker(indices: list[int]) -> Callable[[tuple], tuple]:
