@@ -208,3 +208,17 @@ def test_dynamic_false_keeps_every_int_a_constant() -> None:
         torch.testing.assert_close(jitted(torch.arange(9.0), n), fn(torch.arange(9.0), n))
     assert thunder.cache_misses(jitted) == 3
     assert "s0" not in _prologue(jitted)
+
+
+def test_a_symbolic_int_is_an_int_to_the_program() -> None:
+    """``type(n)``, ``isinstance(n, int)`` and ``n.__class__`` answer as for eager's int (no guard needed:
+    every value of the symbol is an int); ``n.__class__`` gave ``torch.SymInt``, and its identity check
+    rejected every call."""
+
+    def fn(x: torch.Tensor, counter: Counter) -> torch.Tensor:
+        n = counter.n
+        is_int = type(n) is int and isinstance(n, int) and not isinstance(n, bool) and n.__class__ is int
+        return x[:n] + (1 if is_int else 2)
+
+    jitted = _compare(fn, [3, 4, 5, 6])
+    assert thunder.cache_misses(jitted) == 2

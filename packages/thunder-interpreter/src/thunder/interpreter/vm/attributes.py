@@ -13,7 +13,7 @@ from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
 from typing import Any
 
 from thunder.core.sources import AttributeSource, HasAttributeSource, ModuleEntrySource, Source
-from thunder.interpreter.vm.calls import MISSING, call, is_torch_module, lookup_type
+from thunder.interpreter.vm.calls import MISSING, call, is_torch_module, lookup_type, symbolic_number_type
 from thunder.interpreter.vm.dispatch import NULL
 
 __all__ = ["load_attribute", "load_method", "has_attribute", "is_user_function"]
@@ -34,6 +34,8 @@ def _written_by_program(context: Any, obj: Any, name: str) -> bool:
 
 
 def load_attribute(context: Any, obj: Any, name: str) -> Any:
+    if name == "__class__" and symbolic_number_type(obj) is not None:
+        return symbolic_number_type(obj)  # ``n.__class__ is int``, as ``type(n)`` answers (the frontend)
     try:
         value, interpreted = _get_attribute(context, obj, name)
     except AttributeError:

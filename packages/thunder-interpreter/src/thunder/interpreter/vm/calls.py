@@ -138,11 +138,16 @@ def hashable(value: Any) -> Any:
     the value it was traced with, guarded: such a lookup is a decision on the value (torch's SymInt
     cannot be hashed). Native code hashing one (``functools.lru_cache``, einops' cache of shapes) still
     gets torch's TypeError, which such code catches."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        concrete = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(value)]
-        return concrete(value)
-    return value
+    concrete = symbolic_number_type(value)
+    return concrete(value) if concrete is not None else value
+
+
+def symbolic_number_type(value: Any) -> type | None:
+    """``int`` (``float``, ``bool``) for a symbolic number, the type eager has there; None for anything else."""
+    torch = sys.modules.get("torch")  # none without torch: the VM runs and is tested without it
+    if torch is None:
+        return None
+    return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}.get(type(value))
 
 
 def report_mutation(context: Any, container: Any, operation: str) -> None:
