@@ -131,13 +131,14 @@ def _routing_forward(thunder_module: ThunderModule, model: torch.nn.Module, meth
         # CUDA): thunder compiles it here, so that is turned off for the call (the model's own criteria
         # otherwise; the criteria method is the one transformers consults)
         criteria = namespace.get(_HF_AUTO_COMPILE, _ABSENT)
-        if hasattr(type(model), _HF_AUTO_COMPILE):
+        auto_compiles = hasattr(type(model), _HF_AUTO_COMPILE)
+        if auto_compiles:
             namespace[_HF_AUTO_COMPILE] = _never_auto_compile
         try:
             return method(*args, **kwargs)
         finally:
             _restore(namespace, "forward", previous)
-            if hasattr(type(model), _HF_AUTO_COMPILE):
+            if auto_compiles:
                 _restore(namespace, _HF_AUTO_COMPILE, criteria)
 
     return call
