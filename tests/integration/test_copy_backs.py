@@ -198,3 +198,24 @@ def test_a_view_recomputed_for_a_region_runs_before_that_region() -> None:
         expected_a = a.clone()
         torch.testing.assert_close(jitted(a), fn(expected_a))
         torch.testing.assert_close(a, expected_a)
+
+
+def test_a_region_does_not_recompute_from_an_input_already_written_back() -> None:
+    """Found by fuzzing with a CPU nvFuser (silently wrong): ``-b`` was recomputed in a later region from
+    ``b`` (free: the region read ``b`` anyway), which ran after ``b``'s copy-back and saw the new value."""
+    from test_hf_regions import NvFuserClaimsOnCpu
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple:
+        old = torch.neg(b)
+        b.add_(1)
+        c = b.clone()
+        c.add_(a)
+        a.add_(1)
+        return torch.neg(c), a + old, a, b
+
+    jitted = thunder.jit(fn, executors=[NvFuserClaimsOnCpu(), "torch"])
+    for _ in range(2):
+        a, b = torch.randn(1, 1), torch.randn(1, 1)
+        expected_a, expected_b = a.clone(), b.clone()
+        torch.testing.assert_close(jitted(a, b), fn(expected_a, expected_b))
+        torch.testing.assert_close((a, b), (expected_a, expected_b))

@@ -13,12 +13,15 @@ Which values to hand over is the minimum cut of ``remat.py``, taken over the pro
 symbols: a value costs its size unless it exists anyway (the producer outputs it to someone else, or
 it is an input of the producer that the consumer reads already or that lives on past it). The
 consumer recomputes only elementwise and shape work (never a reduction, a random op or a matmul),
-and only when the cut is cheaper than what it hands over now.
+and only when the cut is cheaper than what it hands over now. It never reads a tensor that an
+input's write (a copy-back, or an in-place op from ``reinplace.py``) has overwritten by the time the
+consumer region may run: the recomputation would see the new value where the original saw the old.
 """
 
 from __future__ import annotations
 
 from thunder.core.executor import FusionExecutor
+from thunder.core.inplace import EAGER_VIEWS, is_view_symbol
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.transforms.common import substitute
@@ -54,9 +57,42 @@ def recompute_between_regions(
     for index, (bound_symbol, _) in enumerate(claimed):
         for proxy in bound_symbol.proxy_args():
             readers.setdefault(proxy.name, set()).add(index)
+    writes = _Writes(claimed)
     for consumer in range(len(regions)):
         for producer, handed in _handed_over(claimed, region_of, regions, producer_of, consumer).items():
-            _recompute_in_consumer(claimed, region_of, regions, producer_of, readers, producer, consumer, handed)
+            _recompute_in_consumer(
+                claimed, region_of, regions, producer_of, readers, producer, consumer, handed, writes
+            )
+
+
+def _may_view(bound_symbol: BoundSymbol) -> bool:
+    """Whether its output may share its input's memory; by name too, since an operator executor's
+    ``torch.reshape`` no longer carries the ``view`` tag of the symbol it runs."""
+    symbol = bound_symbol.symbol
+    return is_view_symbol(symbol) or symbol.name in EAGER_VIEWS or symbol.name in ("slice_prim", "broadcast_in_dim")
+
+
+class _Writes:
+    """Where the program writes memory in place, by alias root (views and in-place outputs share it)."""
+
+    def __init__(self, claimed: Claimed):
+        self.roots: dict[str, str] = {}
+        self.positions: dict[str, list[int]] = {}
+        for index, (bound_symbol, _) in enumerate(claimed):
+            base = bound_symbol.args[0] if bound_symbol.args else None
+            if not isinstance(base, TensorProxy):
+                continue
+            root = self.roots.get(base.name, base.name)
+            writes = bound_symbol.symbol.id == "inplace.copy_" or "writes_input" in bound_symbol.symbol.tags
+            if writes:
+                self.positions.setdefault(root, []).append(index)
+            if writes or _may_view(bound_symbol):
+                for proxy in bound_symbol.proxy_outputs():
+                    self.roots[proxy.name] = root
+
+    def overwritten_before(self, names: set[str], position: int) -> bool:
+        """Whether one of ``names`` shares memory that a write before ``position`` overwrote."""
+        return any(w < position for name in names for w in self.positions.get(self.roots.get(name, name), ()))
 
 
 def _handed_over(
@@ -85,6 +121,7 @@ def _recompute_in_consumer(
     producer: int,
     consumer: int,
     handed: list[TensorProxy],
+    writes: _Writes,
 ) -> None:
     producer_members, consumer_members = set(regions[producer][1]), set(regions[consumer][1])
     symbols = [claimed[i][0] for i in regions[producer][1]]
@@ -110,6 +147,9 @@ def _recompute_in_consumer(
     if sum(weight(p) for p in cut) >= sum(_bytes(p) for p in needed):
         return
     recomputed = recomputation(cut, needed, producers, symbols)
+    # a region that begins after a write is emitted after it (``_emit``): it must not read what it wrote
+    if writes.overwritten_before({p.name for b in recomputed for p in b.proxy_args()}, consumer_start):
+        return
     executor = regions[consumer][0]
     region_symbols = [claimed[i][0] for i in regions[consumer][1]]
     if not _joins(executor, recomputed, region_symbols):
