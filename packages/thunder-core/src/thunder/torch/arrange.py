@@ -49,7 +49,7 @@ def flipud(input: TensorProxy) -> TensorProxy:
 
 @torchsymbol(torch.roll, torch.Tensor.roll, method="roll", tags=SHAPE)
 def roll(input: TensorProxy, shifts: Any, dims: Any = None) -> TensorProxy:
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    shifts = (shifts,) if isinstance(shifts, (int, torch.SymInt)) else tuple(shifts)
     if dims is None or (isinstance(dims, Sequence) and len(dims) == 0):
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")

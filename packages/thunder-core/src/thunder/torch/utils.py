@@ -25,8 +25,8 @@ def canonical_dims(dims: Any, ndim: int) -> tuple[int, ...]:
     """Reduction dims: None or () mean all dims."""
     if dims is None or (isinstance(dims, Sequence) and len(dims) == 0):
         return tuple(range(ndim))
-    if isinstance(dims, int):
-        dims = (dims,)
+    if isinstance(dims, (int, torch.SymInt)):
+        dims = (int(dims),)  # a symbolic int as a dim: which dim is structure, so its value (guarded)
     result = tuple(canonical_dim(d, ndim) for d in dims)
     if len(set(result)) != len(result):
         raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
