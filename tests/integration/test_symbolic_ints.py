@@ -190,6 +190,7 @@ def test_an_int_used_as_a_key_or_index_specializes(use: Callable) -> None:
         pytest.param(lambda x, c: x.tensor_split(c.n)[0] * c.n, 6, id="tensor_split"),
         pytest.param(lambda x, c: x + (c.n == 4), 3, id="comparison as an operand"),  # 3; 4; not 4
         pytest.param(lambda x, c: x.roll(c.n), 2, id="roll"),
+        pytest.param(lambda x, c: x * divmod(c.n, 3)[0] + divmod(c.n, 3)[1], 2, id="divmod"),
         pytest.param(lambda x, c: x.reshape(4, 5).sum(c.n % 2), 3, id="reduction dim"),  # 3; even; odd
     ],
 )

@@ -129,6 +129,13 @@ def _thunder_hash(value: Any) -> int:
     return hash(hashable(value))
 
 
+def _thunder_divmod(a: Any, b: Any) -> Any:
+    """``divmod`` of symbolic ints, which torch's SymInt does not take: ``(a // b, a % b)``, as for ints."""
+    if {type(a), type(b)} <= {int, torch.SymInt} and torch.SymInt in {type(a), type(b)}:
+        return a // b, a % b
+    return divmod(a, b)
+
+
 # A symbolic size stands for the Python number eager has there: a program that tells ints apart
 # (``isinstance(dim, int)``, ``type(n) is int``, as code normalizing a size argument does) must
 # take eager's branch. The type needs no guard: every value of the size is an int.
@@ -239,6 +246,8 @@ class TracingHooks(InterpreterHooks):
             return _thunder_type
         if fn is hash:
             return _thunder_hash
+        if fn is divmod:
+            return _thunder_divmod
         if fn is torch.finfo or fn is torch.iinfo:  # classes, given a proxy's (thunder) dtype
             return _guard_torch_callable(fn)
         if fn is torch.compiler.is_compiling:
