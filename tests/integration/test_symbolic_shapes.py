@@ -258,9 +258,10 @@ def test_advanced_indexing_of_dims_apart() -> None:
     assert thunder.cache_misses(jitted) == 2
 
 
-def test_fusion_executors_sit_out_a_program_with_symbolic_sizes() -> None:
-    """A fusion definition is built for one shape: with symbolic sizes the operator executors run
-    everything, and the execution trace's header says which fusion executor sat out."""
+def test_fusion_executors_take_only_the_static_ops_of_a_program_with_symbolic_sizes() -> None:
+    """A fusion definition is built for one shape: an op that reads a symbolic size runs on the
+    operator executors, ops of static sizes beside it are offered to the fusion executor as usual, and
+    the execution trace's header says so."""
     from thunder.core.executor import FusionExecutor
 
     class RecordingFusion(FusionExecutor):
@@ -270,20 +271,38 @@ def test_fusion_executors_sit_out_a_program_with_symbolic_sizes() -> None:
 
         def can_fuse(self, bound_symbol: Any) -> bool:
             self.asked.append(bound_symbol.symbol.name)
-            return False  # never fuses: only whether it was asked matters here
+            return False  # never fuses: only what it was asked matters here
 
     fuser = RecordingFusion()
 
-    def fn(x):
-        return x.exp() + 1
+    def fn(x, y):
+        return x.exp() + 1, y.tanh()  # x's length changes, y's does not
 
     jitted = thunder.jit(fn, executors=[fuser, "torch"])
-    jitted(torch.randn(3))
-    assert fuser.asked  # the static compile offered it the symbols
+    jitted(torch.randn(3), torch.randn(2))
+    assert "exp" in fuser.asked and "tanh" in fuser.asked  # the static compile offered it everything
     fuser.asked.clear()
     for n in (4, 5):
-        x = torch.randn(n)
-        torch.testing.assert_close(jitted(x), fn(x))
-    assert thunder.cache_misses(jitted) == 2 and fuser.asked == []
+        x, y = torch.randn(n), torch.randn(2)
+        for actual, expected in zip(jitted(x, y), fn(x, y)):
+            torch.testing.assert_close(actual, expected)
+    assert thunder.cache_misses(jitted) == 2
+    assert "tanh" in fuser.asked and "exp" not in fuser.asked
     execution = next(t for t in thunder.last_traces(jitted) if "Transform for execution" in str(t))
-    assert "symbolic sizes: fusion executors not used: recordingfuser" in str(execution)
+    assert "symbolic sizes: ops that read them not given to recordingfuser" in str(execution)
+
+
+def test_a_fusion_executor_fuses_the_static_part_of_a_symbolic_program(monkeypatch: Any) -> None:
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # Triton's interpreter on the CPU
+
+    def fn(x, cache):
+        return torch.cat([cache, x[None]], 0).sum(0) + (x.exp() * 2 + 1).tanh()
+
+    jitted = thunder.jit(fn, executors=["triton", "torch"])
+    for length in (2, 3, 5, 7):
+        x, cache = torch.randn(4), torch.randn(length, 4)
+        torch.testing.assert_close(jitted(x, cache), fn(x, cache))
+    assert thunder.cache_misses(jitted) == 2
+    trace = str(thunder.last_traces(jitted)[-1])
+    assert "s0" in trace and "TritonFusion" in trace and "torch.cat(" in trace

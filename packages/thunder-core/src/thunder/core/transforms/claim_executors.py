@@ -11,14 +11,15 @@ from collections.abc import Callable, Sequence
 
 from thunder.core.executor import Executor, FusionExecutor, OperatorExecutor, get_default_executors
 from thunder.core.fusion_fallback import with_fallback
-from thunder.core.proxies import Proxy
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import DEL, RETURN, BoundSymbol
-from thunder.core.symbolic_shapes import has_symbolic_sizes
+from thunder.core.symbolic_shapes import DimProxy, has_symbolic_sizes
 from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.region_graph import RegionGraph
 from thunder.core.transforms.region_remat import recompute_between_regions
 
-__all__ = ["claim_executors", "operator_callable", "UnclaimedSymbolError", "fused_by"]
+__all__ = ["claim_executors", "operator_callable", "UnclaimedSymbolError", "fused_by", "reads_symbols"]
 
 _STRUCTURAL = (RETURN, DEL)
 
@@ -29,19 +30,20 @@ class UnclaimedSymbolError(NotImplementedError):
 
 def claim_executors(trace: Trace, executors: Sequence[Executor]) -> Trace:
     new = from_trace(trace, "Transform for execution")
-    if has_symbolic_sizes(trace):
-        # a fusion definition is built for one shape: with symbolic sizes the operator executors run
-        # everything (core/symbolic_shapes.py), and the header says which executors sat out
-        left_out = [e for e in executors if isinstance(e, FusionExecutor)]
-        if left_out:
-            executors = [e for e in executors if not isinstance(e, FusionExecutor)]
-            names = ", ".join(e.name for e in left_out)
-            new.header += f" (symbolic sizes: fusion executors not used: {names})"
+    # a fusion definition is built for one shape: with symbolic sizes, an op that reads a symbolic size
+    # or number runs on the operator executors; the ops of static sizes around it are fused as usual
+    # (a decode step's norms and MLP, beside its attention over a growing cache)
+    operators_only = [e for e in executors if not isinstance(e, FusionExecutor)]
+    symbolic = has_symbolic_sizes(trace) and len(operators_only) < len(executors)
+    if symbolic:
+        names = ", ".join(e.name for e in executors if isinstance(e, FusionExecutor))
+        new.header += f" (symbolic sizes: ops that read them not given to {names})"
     claimed: list[tuple[BoundSymbol, FusionExecutor | None]] = []
     with tracectx(new):
         ordered: set[int] = set()  # pieces that draw random numbers or seed: they keep program order
         for bound_symbol in trace.bound_symbols:
-            pieces = _claim(bound_symbol, executors)
+            chosen = operators_only if symbolic and reads_symbols(bound_symbol) else executors
+            pieces = _claim(bound_symbol, chosen)
             if _draws(bound_symbol):
                 ordered.update(len(claimed) + i for i, (_, fuser) in enumerate(pieces) if fuser is None)
             claimed += pieces
@@ -50,7 +52,9 @@ def claim_executors(trace: Trace, executors: Sequence[Executor]) -> Trace:
     return new
 
 
-def operator_callable(name: str, args: Sequence[Proxy], bound_symbols: Sequence[BoundSymbol], result: object) -> Callable:
+def operator_callable(
+    name: str, args: Sequence[Proxy], bound_symbols: Sequence[BoundSymbol], result: object
+) -> Callable:
     """``bound_symbols`` as a function of ``args`` returning ``result``, run by the default operator
     executors (torch): a fusion region's fallback, a value computed at compile time."""
     trace = Trace(name)
@@ -94,7 +98,9 @@ def _claim(
         if not executor.can_execute(bound_symbol):
             continue
         if isinstance(executor, OperatorExecutor):
-            if executor.defers_to_fusion(bound_symbol) and _fusion_takes_part(bound_symbol, executors[:position]):
+            if executor.defers_to_fusion(bound_symbol) and _fusion_takes_part(
+                bound_symbol, executors[:position]
+            ):
                 break  # decomposed below: the fusion executor takes the parts it can fuse
             return [(lowered, None) for lowered in executor.lower(bound_symbol)]
         if isinstance(executor, FusionExecutor):
@@ -112,13 +118,33 @@ def fused_by(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> bool:
 
     The same order of decisions as ``_claim``, without lowering anything: rematerialization asks it
     before the executors run, since only fused work is cheap to recompute."""
+    if reads_symbols(bound_symbol):
+        return False  # ``claim_executors`` gives it to the operator executors
     for position, executor in enumerate(executors):
         if not executor.can_execute(bound_symbol):
             continue
         if isinstance(executor, OperatorExecutor):
-            return executor.defers_to_fusion(bound_symbol) and _fusion_takes_part(bound_symbol, executors[:position])
+            return executor.defers_to_fusion(bound_symbol) and _fusion_takes_part(
+                bound_symbol, executors[:position]
+            )
         return isinstance(executor, FusionExecutor)
     return bool(bound_symbol.subsymbols) and all(fused_by(sub, executors) for sub in bound_symbol.subsymbols)
+
+
+def reads_symbols(bound_symbol: BoundSymbol) -> bool:
+    """Whether ``bound_symbol`` (or a piece of its decomposition) has a tensor of a symbolic size, or
+    a symbolic size or int among its arguments (``core/symbolic_shapes.py``): no fusion definition of
+    one shape can run it. Other number inputs (a learning rate) are not symbolic sizes."""
+    for value in tree_leaves((bound_symbol.args, bound_symbol.kwargs, bound_symbol.output)):
+        if isinstance(value, TensorProxy):
+            if any(type(size) is not int for size in value.shape):
+                return True
+        elif isinstance(value, DimProxy) or type(value).__name__ in _SYMBOLIC_NUMBERS:
+            return True
+    return any(reads_symbols(sub) for sub in bound_symbol.subsymbols)
+
+
+_SYMBOLIC_NUMBERS = frozenset({"SymInt", "SymFloat", "SymBool"})
 
 
 def _fusion_takes_part(bound_symbol: BoundSymbol, earlier: Sequence[Executor]) -> bool:
@@ -331,7 +357,11 @@ def _reshapes_a_view_made_in(
     if bound_symbol.symbol.name != "reshape":
         return False
     source = producer_of.get(bound_symbol.args[0].name)
-    if source is None or region_of[source] != region or claimed[source][0].symbol.name not in _VIEWS - {"reshape"}:
+    if (
+        source is None
+        or region_of[source] != region
+        or claimed[source][0].symbol.name not in _VIEWS - {"reshape"}
+    ):
         return False
     while claimed[source][0].symbol.name in _VIEWS:  # down to the data the views look at
         source = producer_of.get(claimed[source][0].args[0].name)
