@@ -31,7 +31,7 @@ from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.claim_executors import operator_callable
 from thunder.core.transforms.common import rename_outputs
 
-__all__ = ["use_causal_attention", "sdpa_arguments", "unrepeated_heads", "producers_of"]
+__all__ = ["use_causal_attention", "sdpa_arguments", "unrepeated_heads"]
 
 _SDPA = "ltorch.scaled_dot_product_attention"
 _MASK_SLICE_LIMIT = 64  # symbols computing a mask; a longer computation is left alone
@@ -194,14 +194,3 @@ def _only_tensor(bound_symbol: BoundSymbol) -> TensorProxy | None:
 # for the other attention rewrites (query_groups.py, attention_masks.py)
 sdpa_arguments = _bind
 unrepeated_heads = _unrepeated
-
-
-def producers_of(trace: Trace) -> dict[str, BoundSymbol]:
-    """The bound symbol making each proxy of ``trace`` (identities, which return an input, make nothing)."""
-    producers: dict[str, BoundSymbol] = {}
-    for bound_symbol in trace.bound_symbols:
-        inputs = {p.name for p in bound_symbol.proxy_args()}
-        for proxy in bound_symbol.proxy_outputs():
-            if proxy.name not in inputs:
-                producers[proxy.name] = bound_symbol
-    return producers

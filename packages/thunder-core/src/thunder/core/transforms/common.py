@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from thunder.core.proxies import Proxy
@@ -35,3 +36,15 @@ def substitute(bound_symbol: BoundSymbol, renames: dict[str, Proxy]) -> BoundSym
         output=tree_map(swap, bound_symbol.output),
         subsymbols=tuple(substitute(s, renames) for s in bound_symbol.subsymbols),
     )
+
+
+def producers(bound_symbols: Sequence[BoundSymbol]) -> dict[str, BoundSymbol]:
+    """The bound symbol making each proxy; identities (``float()`` of a float32 tensor, whose output is
+    its input) make nothing."""
+    made: dict[str, BoundSymbol] = {}
+    for bound_symbol in bound_symbols:
+        inputs = {p.name for p in bound_symbol.proxy_args()}
+        for proxy in bound_symbol.proxy_outputs():
+            if proxy.name not in inputs:
+                made[proxy.name] = bound_symbol
+    return made

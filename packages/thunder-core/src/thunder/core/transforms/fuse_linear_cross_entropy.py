@@ -25,7 +25,7 @@ from thunder.core import dtypes
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
-from thunder.core.transforms.common import rename_outputs
+from thunder.core.transforms.common import producers, rename_outputs
 
 __all__ = ["fuse_linear_cross_entropy"]
 
@@ -138,18 +138,6 @@ def _step_fits(bound_symbol: BoundSymbol, value: TensorProxy) -> bool:
     return False
 
 
-def _producers(bound_symbols: Sequence[BoundSymbol]) -> dict[str, BoundSymbol]:
-    """The bound symbol producing each proxy; identities (``float()`` of a float32 tensor, whose
-    output is its input) produce nothing."""
-    produced: dict[str, BoundSymbol] = {}
-    for bound_symbol in bound_symbols:
-        inputs = {p.name for p in bound_symbol.proxy_args()}
-        for proxy in bound_symbol.proxy_outputs():
-            if proxy.name not in inputs:
-                produced[proxy.name] = bound_symbol
-    return produced
-
-
 def _identities(bound_symbols: Sequence[BoundSymbol], value: TensorProxy) -> list[BoundSymbol]:
     """Conversions of ``value`` to its own dtype: they return ``value`` itself."""
     return [
@@ -166,7 +154,7 @@ def _match(bound_symbols: Sequence[BoundSymbol], position: int, readers: dict[st
     if arguments is None or not _supported(arguments):
         return None
     before = bound_symbols[:position]
-    produced = _producers(before)
+    produced = producers(before)
     chain = [cross_entropy]
     value = arguments["input"]
     while True:

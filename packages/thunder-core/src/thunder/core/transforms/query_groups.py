@@ -21,8 +21,8 @@ from __future__ import annotations
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
-from thunder.core.transforms.causal_attention import producers_of, sdpa_arguments, unrepeated_heads
-from thunder.core.transforms.common import rename_outputs
+from thunder.core.transforms.causal_attention import sdpa_arguments, unrepeated_heads
+from thunder.core.transforms.common import producers, rename_outputs
 
 __all__ = ["fold_query_groups"]
 
@@ -31,12 +31,12 @@ _SDPA = "ltorch.scaled_dot_product_attention"
 
 def fold_query_groups(trace: Trace) -> Trace:
     """``trace`` with one-row attention over repeated heads on unrepeated heads, or ``trace`` itself."""
-    producers = producers_of(trace)
+    made_by = producers(trace.bound_symbols)
     new = from_trace(trace, "Query groups as rows (transforms/query_groups.py)")
     new.mutations = trace.mutations
     changed = False
     for bound_symbol in trace.bound_symbols:
-        grouped = _grouped_operands(bound_symbol, producers) if bound_symbol.symbol.id == _SDPA else None
+        grouped = _grouped_operands(bound_symbol, made_by) if bound_symbol.symbol.id == _SDPA else None
         if grouped is None:
             new.bound_symbols.append(bound_symbol)
             continue
