@@ -127,6 +127,14 @@ def _step_of(
     return train_step(_runner(system, net, args), optimizer)
 
 
+def _fresh_step(system: str, model: torch.nn.Module, args: argparse.Namespace) -> Callable:
+    """``system``'s training step of a fresh copy of ``model`` with its own fused AdamW."""
+    torch.manual_seed(0)
+    net = copy.deepcopy(model)
+    optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=args.device == "cuda")
+    return _step_of(system, net, optimizer, args)
+
+
 def _training_rows(name: str, model: torch.nn.Module, shape: dict, args: argparse.Namespace) -> list[Row]:
     batch, seq, vocab = shape["batch"], shape["seq"], shape["vocab"]
     idx = torch.randint(0, vocab, (batch, seq), device=args.device)
@@ -135,10 +143,7 @@ def _training_rows(name: str, model: torch.nn.Module, shape: dict, args: argpars
     flops_per_token = 6 * parameters + 12 * shape["layers"] * seq * shape["d"]
     rows = []
     for system in _systems(args):
-        torch.manual_seed(0)
-        net = copy.deepcopy(model)
-        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=args.device == "cuda")
-        run = _step_of(system, net, optimizer, args)
+        run = _fresh_step(system, model, args)
 
         def step(run: Callable = run) -> None:
             run(idx, targets)
@@ -148,7 +153,7 @@ def _training_rows(name: str, model: torch.nn.Module, shape: dict, args: argpars
         rows.append(Row(name, system, ms, first_s, peak, tokens_per_s, flops_per_token * tokens_per_s / 1e12))
         if args.profile and system != "eager":
             _profile(f"{name}_{system}", step, args, key=(name, system))
-        del net, optimizer, run, step
+        del run, step
     return rows
 
 
@@ -191,10 +196,7 @@ def _mlp_train_rows(args: argparse.Namespace) -> list[Row]:
     y = torch.randint(0, 10, (8,), device=args.device)
     rows = []
     for system in _systems(args):
-        torch.manual_seed(0)
-        net = copy.deepcopy(model)
-        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=args.device == "cuda")
-        run = _step_of(system, net, optimizer, args)
+        run = _fresh_step(system, model, args)
         calls = 50
 
         def steps(run: Callable = run) -> None:
@@ -203,7 +205,7 @@ def _mlp_train_rows(args: argparse.Namespace) -> list[Row]:
 
         ms, first_s, peak = _time(steps, args.device, args.warmup, args.steps)
         rows.append(Row("mlp", system, ms / calls, first_s, peak))
-        del net, optimizer, run
+        del run
     return rows
 
 
