@@ -498,6 +498,94 @@ def snapshot_symbol() -> Symbol:
 snapshot = torch.clone  # what ``inplace.snapshot`` names in a printed trace
 
 
+# ---------------------------------------------------------------------------------------------
+# Returned views of updated inputs
+
+# view step -> the PyTorch view that replays it on a real tensor, by the step's spelling in
+# ``returned_view``'s steps (printable constants: the printed trace stays a program)
+_TORCH_VIEW_STEPS: dict[str, Callable[..., torch.Tensor]] = {
+    "reshape": torch.reshape,  # a view where eager's was one (the chain is of views)
+    "permute": torch.permute,
+    "slice": lambda a, start, end, strides: a[tuple(slice(*s) for s in zip(start, end, strides))],
+    "broadcast_in_dim": lambda a, shape, dims: a.reshape(
+        [a.shape[dims.index(d)] if d in dims else 1 for d in range(len(shape))]
+    ).expand(shape),
+}
+_PRIM_STEP_NAMES = {
+    prims.reshape.id: "reshape", prims.transpose.id: "permute", prims.slice_prim.id: "slice",
+    prims.broadcast_in_dim.id: "broadcast_in_dim",
+}  # fmt: skip
+
+
+def _torch_step(step: ViewStep) -> tuple | None:
+    """``step`` as ``(name, *args)`` for ``replay_views``; None where PyTorch has no view for it."""
+    if step.kwargs:
+        return None
+    if not step.opaque:
+        name = _PRIM_STEP_NAMES.get(step.symbol.id)
+        return None if name is None else (name, *step.args)
+    if step.symbol.module == "ltorch" and callable(getattr(torch.Tensor, step.symbol.name, None)):
+        return ("method", step.symbol.name, *step.args)
+    return None
+
+
+def replay_views(base: torch.Tensor, steps: tuple) -> torch.Tensor:
+    """``base`` viewed through ``steps`` (``(name, *args)`` each, see ``_torch_step``) by PyTorch."""
+    for name, *args in steps:
+        if name == "method":
+            method, *args = args
+            base = getattr(base, method)(*args)
+        else:
+            base = _TORCH_VIEW_STEPS[name](base, *args)
+    return base
+
+
+def _returned_view_meta(base: TensorProxy, steps: tuple, like: TensorProxy) -> TensorProxy:
+    return like.replace()
+
+
+_returned_view_symbol: Symbol | None = None
+
+
+def returned_view_symbol() -> Symbol:
+    """``inplace.returned_view(x, steps)``: a view the program returns of an input it updated in place,
+    taken of the caller's tensor by PyTorch, so that it shares the input's memory as eager's does."""
+    global _returned_view_symbol
+    if _returned_view_symbol is None:
+        _returned_view_symbol = Symbol(
+            name="returned_view", id="inplace.returned_view", meta=_returned_view_meta, module="inplace",
+            fn=replay_views, executor=_torch_executor(),
+        )  # fmt: skip
+    return _returned_view_symbol
+
+
+returned_view = replay_views  # what ``inplace.returned_view`` names in a printed trace
+
+
+def _returned_views(
+    mutations: Mutations, leaves: list, copies: list[tuple[TensorProxy, TensorProxy]]
+) -> dict[int, tuple[TensorProxy, tuple]]:
+    """Position in the output -> (updated input, PyTorch view steps) for each output that is a view of
+    an input the program updated in place (``x.add_(1); return x[0]``): eager returns a view of the
+    input, which a later write by the caller changes. Raises where thunder cannot take that view."""
+    updated = {destination.name: destination for destination, _ in copies}
+    views: dict[int, tuple[TensorProxy, tuple]] = {}
+    for position, leaf in enumerate(leaves):
+        alias = mutations.aliases.get(leaf.name) if isinstance(leaf, TensorProxy) else None
+        if alias is None or not alias.chain or alias.root not in updated:
+            continue
+        steps = tuple(_torch_step(step) for step in alias.chain)
+        if any(step is None for step in steps):
+            names = ", ".join(step.symbol.name for step in alias.chain)
+            raise NotImplementedError(
+                f"the compiled function returns a view ({names}) of its input {alias.root}, which it "
+                "updates in place; eager's result would share the input's memory, thunder cannot take "
+                "that view of the caller's tensor. Return a clone() of the view, or the input itself"
+            )
+        views[position] = (updated[alias.root], steps)
+    return views
+
+
 def finish(trace: Trace, output: Any) -> Any:
     """Close a trace's mutations: the output's current values, and the epilogue's copies recorded.
 
@@ -514,6 +602,7 @@ def finish(trace: Trace, output: Any) -> Any:
     returned_as_input = [
         isinstance(leaf, TensorProxy) and leaf.name in destinations for leaf in tree_leaves(output)
     ]
+    returned_views = _returned_views(mutations, tree_leaves(output), copies)
     output = mutations.resolve(output)
     returned_inputs: dict[int, TensorProxy] = {}
     # An output that is an input's value from before its update (``v = a.clone(); a.add_(1); return v``:
@@ -544,4 +633,12 @@ def finish(trace: Trace, output: Any) -> Any:
         returned_inputs.get(id(leaf), leaf) if isinstance(leaf, TensorProxy) and as_input else leaf
         for leaf, as_input in zip(leaves, returned_as_input)
     ]
+    # A view of an updated input is taken again of the input itself, as eager's shares its memory
+    # (the same condition as above: with gradients the copy into the input is not recorded)
+    inputs_returned = {destination.name for destination in returned_inputs.values()}
+    for position, (destination, steps) in returned_views.items():
+        if destination.name in inputs_returned:
+            view = _returned_view_meta(destination, steps, leaves[position])
+            trace.record(BoundSymbol(returned_view_symbol(), (destination, steps), {}, view, ()))
+            leaves[position] = view
     return tree_unflatten(leaves, spec)
