@@ -56,7 +56,7 @@ class Symbol:
         if trace.tensor_adopter is not None:  # the frontend traces the user's program
             if _autocast_enabled():
                 raise _autocast_error(self)
-            args, kwargs = tree_map(_adopter(trace.tensor_adopter), (args, kwargs))
+            args, kwargs = tree_map(_adopter(trace.tensor_adopter, self.name), (args, kwargs))
         if not accepts_number_proxies(self):  # shapes, dims, flags: the values themselves, guarded
             args, kwargs = specialize_numbers((args, kwargs))
         user_arguments = (args, kwargs)
@@ -115,8 +115,16 @@ def specialize_numbers(x: Any) -> Any:
     return python_ops.specialize_numbers(x)
 
 
-def _adopter(adopt: Callable[[Any], Proxy]) -> Callable[[Any], Any]:
-    return lambda x: adopt(x) if isinstance(x, torch.Tensor) else x
+def _adopter(adopt: Callable[[Any], Proxy], name: str) -> Callable[[Any], Any]:
+    def adopted(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return adopt(x)
+        kind = type(x)
+        if getattr(kind, "reads_data", False):  # float(t) of a tensor (thunder/torch/tensor_numbers.py)
+            return x.reads_data()
+        return x
+
+    return adopted
 
 
 @dataclass(frozen=True, eq=False)

@@ -265,11 +265,14 @@ def _batch_norm(
             "F.batch_norm in training mode with only one of running_mean and running_var"
         )
     from thunder.torch.normalization import batch_norm_running_stats
+    from thunder.torch.tensor_numbers import TensorNumber
 
     with torch.no_grad():  # eager updates the statistics outside autograd
         new_mean, new_var = batch_norm_running_stats(input, running_mean, running_var, momentum)
         mutate(running_mean, new_mean)
         mutate(running_var, new_var)
+    if isinstance(momentum, TensorNumber):  # read from num_batches_tracked (BatchNorm's momentum=None)
+        momentum = 0.0  # the normalization without running statistics does not read it
     return functional(input, None, None, weight, bias, True, momentum, eps)
 
 

@@ -286,13 +286,17 @@ def batch_norm_running_stats(a: TensorProxy, running_mean: TensorProxy, running_
                              momentum: float | None = 0.1) -> tuple[TensorProxy, TensorProxy]:  # fmt: skip
     """The running mean and variance that ``F.batch_norm(..., training=True)`` writes in place.
 
-    The batch variance here is unbiased (as eager uses for the running estimate); ``momentum=None``
-    (a cumulative average) is the module's business and not supported here.
+    The batch variance here is unbiased (as eager uses for the running estimate). ``momentum`` may be
+    a number read from a tensor (``tensor_numbers.TensorNumber``): BatchNorm's cumulative average
+    (``momentum=None`` on the module) passes ``1 / float(num_batches_tracked)``.
     """
     if momentum is None:
-        raise NotImplementedError(
-            "batch_norm running statistics with momentum=None are not supported by thunder yet"
+        raise RuntimeError(
+            "batch_norm: momentum=None is the module's cumulative average; F.batch_norm needs a number"
         )
+    from thunder.torch.tensor_numbers import tensor_of
+
+    momentum = tensor_of(momentum)
     if a.numel() == 0:  # an empty batch leaves the running statistics as they are (eager returns early)
         return running_mean, running_var
     reduced = (0,) + tuple(range(2, a.ndim))
@@ -300,8 +304,9 @@ def batch_norm_running_stats(a: TensorProxy, running_mean: TensorProxy, running_
     count = a.numel() // a.shape[1]
     batch_mean = reductions.mean(x, reduced)
     batch_var = reductions.var(x, reduced, correction=1) if count > 1 else ew.mul(batch_mean, float("nan"))
-    new_mean = ew.add(ew.mul(to_dtype(running_mean, x.dtype), 1 - momentum), ew.mul(batch_mean, momentum))
-    new_var = ew.add(ew.mul(to_dtype(running_var, x.dtype), 1 - momentum), ew.mul(batch_var, momentum))
+    keep = ew.sub(1, momentum) if isinstance(momentum, TensorProxy) else 1 - momentum
+    new_mean = ew.add(ew.mul(to_dtype(running_mean, x.dtype), keep), ew.mul(batch_mean, momentum))
+    new_var = ew.add(ew.mul(to_dtype(running_var, x.dtype), keep), ew.mul(batch_var, momentum))
     return to_dtype(new_mean, running_mean.dtype), to_dtype(new_var, running_var.dtype)
 
 

@@ -54,6 +54,7 @@ from thunder.interpreter.trace_time_effects import TraceTimeEffects
 from thunder.interpreter.vm import InterpreterError, InterpreterHooks, interpret
 from thunder.interpreter.vm.calls import hashable
 from thunder.torch.inplace import torch_lookaside
+from thunder.torch.tensor_numbers import float_of
 
 __all__ = ["interpreter_frontend", "InterpreterEvent", "UnsupportedTorchFunctionError"]
 
@@ -240,6 +241,8 @@ class TracingHooks(InterpreterHooks):
                 event = InterpreterEvent("lookaside", f"{_callable_name(fn)} -> {replacement!r}")
                 self.instruction_log.append(event)
             return replacement
+        if fn is float:  # float(t) of a tensor: a number kept in the trace (thunder/torch/tensor_numbers.py)
+            return float_of
         if fn is isinstance:
             return _thunder_isinstance
         if fn is type:
