@@ -120,6 +120,13 @@ def _adopter(adopt: Callable[[Any], Proxy], name: str) -> Callable[[Any], Any]:
         if isinstance(x, torch.Tensor):
             return adopt(x)
         kind = type(x)
+        if kind.__module__ == "numpy":
+            if getattr(x, "shape", None) == () and kind.__name__ != "ndarray":
+                return x.item()  # a NumPy scalar (np.int64(4)) is the Python number, as eager reads it
+            raise NotImplementedError(
+                f"a NumPy {kind.__name__} as an argument of {name} is not supported by thunder: its data would "
+                "be a constant of the compiled program. Pass a tensor (torch.as_tensor(...)) instead"
+            )
         if getattr(kind, "reads_data", False):  # float(t) of a tensor (thunder/torch/tensor_numbers.py)
             return x.reads_data()
         return x
