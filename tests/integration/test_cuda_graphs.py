@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import thunder
-from thunder.core.cuda_graphs import CudaGraphWarning, GraphedFunction
+from thunder.core.cuda_graphs import CAN_MOVE_HELD_OUTPUTS, CudaGraphWarning, GraphedFunction
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
 
@@ -57,7 +57,7 @@ def test_eval_forward_replays_one_graph_and_matches_eager() -> None:
         for x, out in zip(xs, outs):  # earlier results are not overwritten by later replays
             torch.testing.assert_close(out, model(x))
         first = _graphed(jmodel)
-        assert len(first.graphs) == 1
+        assert len(first.graphs) == 1  # its small outputs are copied out: nothing held, nothing retired
         torch.testing.assert_close(jmodel(x4 := torch.randn(4, 784, device="cuda")), model(x4))
         second = _graphed(jmodel)  # another shape: another cache entry, run without a graph once ...
         assert second is not first and not second.graphs
@@ -114,9 +114,14 @@ def test_the_whole_training_step_as_one_graph_matches_eager(make_optimizer: obje
     torch.manual_seed(0)
     model = _mlp().cuda().double()
     reference = copy.deepcopy(model)
-    optimizer, reference_optimizer = make_optimizer(model.parameters()), make_optimizer(reference.parameters())
+    optimizer, reference_optimizer = (
+        make_optimizer(model.parameters()),
+        make_optimizer(reference.parameters()),
+    )
 
-    def step(net: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    def step(
+        net: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, t: torch.Tensor
+    ) -> torch.Tensor:
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(net(x), t)
         loss.backward()
@@ -128,7 +133,10 @@ def test_the_whole_training_step_as_one_graph_matches_eager(make_optimizer: obje
     graphed = not (isinstance(optimizer, torch.optim.Adam) and not optimizer.defaults["fused"])
     losses = []
     for _ in range(5):
-        x, t = torch.randn(8, 784, device="cuda", dtype=torch.float64), torch.randint(0, 10, (8,), device="cuda")
+        x, t = (
+            torch.randn(8, 784, device="cuda", dtype=torch.float64),
+            torch.randint(0, 10, (8,), device="cuda"),
+        )
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CudaGraphWarning)
             losses.append(jitted(model, optimizer, x, t))
@@ -174,7 +182,7 @@ def test_an_input_updated_in_place_is_written_by_the_graph_itself() -> None:
             torch.testing.assert_close(cache, expected_cache)
         graphed = _graphed(jitted)
         assert graphed.mutated == frozenset({0}) and len(graphed.graphs) == 1
-        assert next(iter(graphed.graphs.values())).static_inputs[0] is cache
+        assert 0 not in [index for index, _ in next(iter(graphed.graphs.values())).copied]
         other, expected_other = torch.ones(6, 3, device="cuda"), torch.ones(6, 3, device="cuda")
         for step in (4, 5):  # another cache: run once, then its own capture, written in place
             x, position = torch.randn(1, 3, device="cuda"), torch.tensor([step], device="cuda")
@@ -205,5 +213,125 @@ def test_the_key_changes_with_what_a_capture_depends_on() -> None:
 def test_the_key_with_one_input_of_a_kind() -> None:
     graphed = GraphedFunction(lambda *args: None)
     weight = torch.nn.Parameter(torch.randn(2))
-    assert graphed.key((weight,)) == ((weight.data_ptr(),), ((1,),), (), ())
-    assert GraphedFunction(lambda *args: None).key((torch.randn(2, 2),)) == ((), (), ((2, 1),), ())
+    assert graphed.key((weight,)) == ((weight.data_ptr(),), ((1,),), (), (), None)
+    assert GraphedFunction(lambda *args: None).key((torch.randn(2, 2),)) == ((), (), ((2, 1),), (), None)
+
+
+@pytest.mark.skipif(
+    not CAN_MOVE_HELD_OUTPUTS, reason="torch before 2.12 has no UntypedStorage._swap_data_ptr_"
+)
+def test_lent_outputs_held_by_the_caller_keep_their_values_when_the_buffers_are_written() -> None:
+    """The lending itself, on the CPU: static buffers stand for a graph's outputs, and writing them
+    stands for a replay. What the caller holds (a lent tensor, or only a view of it) keeps its values
+    and moves to memory of its own; what it dropped stays where it was, uncopied."""
+    from thunder.core.cuda_graphs import _LENT_ADDRESSES, _LentOutputs
+
+    storage = torch.arange(12.0)
+    outputs = [storage[:6].view(2, 3), storage[6:], torch.full((4,), 7.0), 5]
+    lending = _LentOutputs(outputs, [0, 1, 2])
+    assert len(lending.storages) == 2  # two outputs on one storage share one lent storage
+    results = list(outputs)
+    lending.lend(results)
+    kept, view_only = results[0], results[1][2:]
+    assert kept.data_ptr() == outputs[0].data_ptr() and kept is not outputs[0]  # aliased, not copied
+    assert kept.data_ptr() in _LENT_ADDRESSES
+    del results
+    lending.take_back()  # before the "replay": the caller holds `kept` and a view of output 1
+    assert not _LENT_ADDRESSES
+    for static in outputs[:3]:
+        static.mul_(-1)  # the replay
+    torch.testing.assert_close(kept, torch.arange(6.0).view(2, 3))
+    torch.testing.assert_close(view_only, torch.arange(8.0, 12.0))
+    assert kept.data_ptr() != outputs[0].data_ptr()  # it moved
+    kept.add_(1)  # and its memory is its own
+    torch.testing.assert_close(outputs[0], -torch.arange(6.0).view(2, 3))
+    torch.testing.assert_close(outputs[2], torch.full((4,), -7.0))
+
+
+def test_a_lent_output_dropped_in_time_is_not_copied() -> None:
+    from thunder.core.cuda_graphs import _LentOutputs
+
+    outputs = [torch.ones(3)]
+    lending = _LentOutputs(outputs, [0])
+    results = list(outputs)
+    lending.lend(results)
+    address = results[0].data_ptr()
+    held = results[0].view(3)
+    del results
+    del held
+    assert lending.lent and all(ref.expired() for ref in lending.lent)
+    lending.take_back()  # nothing to move
+    assert outputs[0].data_ptr() == address
+
+
+def _wide() -> torch.nn.Sequential:  # outputs of 4 MiB: lent, not copied out (_LEND_MIN_BYTES)
+    return torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 4096))
+
+
+@needs_cuda
+def test_results_held_across_replays_keep_their_values() -> None:
+    """Lent outputs on the GPU: results (and views of them) held across replays keep eager's values,
+    whether the graph moves them out (torch 2.12+) or retires and copies from then on."""
+    model = _wide().cuda().eval()
+    jmodel = thunder.jit(model, cuda_graphs=True)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CudaGraphWarning)
+        xs = [torch.randn(256, 784, device="cuda") for _ in range(6)]
+        outs = [jmodel(x) for x in xs]
+        views = [out[:, :3] for out in outs]
+        outs = outs[:2]  # drop some results, keep views of them
+        for x, view in zip(xs, views):
+            torch.testing.assert_close(view, model(x)[:, :3])
+        for x, out in zip(xs, outs):
+            torch.testing.assert_close(out, model(x))
+        del views, outs
+        for x in xs:  # results dropped in time: lent again and again, never copied
+            torch.testing.assert_close(jmodel(x), model(x))
+        graphed = _graphed(jmodel)
+        assert len(graphed.graphs) == 1
+    assert not caught, [str(w.message) for w in caught]
+    if CAN_MOVE_HELD_OUTPUTS:
+        assert graphed.lends and graphed.copies_outputs_because is None
+    else:  # the graph it lent from was retired; the function says why it copies its outputs now
+        assert not graphed.lends and "256x4096" in str(graphed.copies_outputs_because)
+
+
+@needs_cuda
+def test_the_backward_reads_the_forwards_lent_activations_in_place() -> None:
+    """Training with graphs: the forward lends its saved activations, the backward's graph reads them
+    where they are (no copy into its own buffers); gradients equal eager's step after step."""
+    torch.manual_seed(0)
+    model = _wide().cuda()
+    reference = copy.deepcopy(model)
+    jmodel = thunder.jit(model, cuda_graphs=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CudaGraphWarning)
+        for _ in range(5):
+            x = torch.randn(256, 784, device="cuda")
+            for net in (jmodel, reference):
+                net.zero_grad(set_to_none=True)
+                net(x).square().mean().backward()
+            for ours, eager in zip(model.parameters(), reference.parameters()):
+                torch.testing.assert_close(ours.grad, eager.grad, atol=1e-5, rtol=1e-4)
+    forward, backward = _graphed_pair(jmodel)
+    assert len(forward.graphs) == 1 and len(backward.graphs) == 1 and forward.lends
+    (forward_graph,) = forward.graphs.values()
+    (backward_graph,) = backward.graphs.values()
+    assert forward_graph.lent.tensors  # activations are lent to autograd's saved tensors ...
+    # ... and the backward reads them in place: it copies in only the input x and the output's gradient
+    assert len(backward_graph.copied) <= 2, [tuple(buffer.shape) for _, buffer in backward_graph.copied]
+
+
+def _graphed_pair(jitted: object) -> tuple[GraphedFunction, GraphedFunction]:
+    """A training computation's forward and backward graphs (inside its autograd glue's closures)."""
+    from thunder.core.autograd_function import _CompiledPair
+
+    computation = jitted._thunder_jitted._cache[-1].computation  # type: ignore[attr-defined]
+    pair = next(
+        c.cell_contents for c in computation.__closure__ if isinstance(c.cell_contents, _CompiledPair)
+    )
+    backward = next(
+        c.cell_contents for c in pair.backward.__closure__ if isinstance(c.cell_contents, GraphedFunction)
+    )
+    assert isinstance(pair.forward, GraphedFunction)
+    return pair.forward, backward

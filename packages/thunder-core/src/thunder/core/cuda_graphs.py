@@ -15,8 +15,16 @@ How inputs and outputs are handled (the graph reads and writes fixed addresses):
   statistics) is captured at the caller's tensor itself, so the graph writes it directly: a decoding
   step with a static cache copies nothing in or out. Like a parameter, a tensor at another address
   makes another capture (a new cache per ``generate()`` call: one capture each).
-- Outputs are copied out of the graph's buffers, so a result held by the caller is never
-  overwritten by a later replay (small for the programs graphs are for).
+- Outputs are *lent*: the caller gets tensors that alias the graph's own output buffers (no copy;
+  ``_LentOutputs``). Before the graph replays again, any lent output the caller still holds (or a
+  view of it) is moved to memory of its own, values and all, so a later replay never overwrites a
+  result held by the caller: a result dropped in time (a decode step's logits, a training step's
+  activations once the backward has run, gradients set to ``None`` by ``zero_grad()``) costs
+  nothing, one still held costs the copy the graph used to make on every replay. Outputs that alias
+  an input (a view of a parameter) are copied out as before.
+- An input that is a lent output of a graph (the forward's saved activations, read by the backward)
+  is read where it is, like a parameter, not copied into the graph's buffers: its address is part of
+  the key.
 - Programs that cannot be captured (CPU tensors, a synchronizing call like ``.item()``) run
   without a graph, after one ``CudaGraphWarning`` naming the reason.
 
@@ -37,6 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["CudaGraphWarning", "GraphedFunction", "with_cuda_graphs", "mutated_inputs"]
@@ -44,6 +53,85 @@ __all__ = ["CudaGraphWarning", "GraphedFunction", "with_cuda_graphs", "mutated_i
 
 class CudaGraphWarning(RuntimeWarning):
     """A compiled function could not be captured into a CUDA graph and runs without one."""
+
+
+# The addresses of the lent outputs the caller may still hold (``_LentOutputs``), for the key of the
+# graphs that read them (``_InputPlan``): address -> the weak reference of the lent storage.
+_LENT_ADDRESSES: dict[int, StorageWeakRef] = {}
+# Whether a storage's memory can be swapped for other memory under every tensor and view on it
+# (``UntypedStorage._swap_data_ptr_``, torch 2.12 and later). Without it a held output cannot be moved.
+CAN_MOVE_HELD_OUTPUTS = hasattr(torch.UntypedStorage, "_swap_data_ptr_")
+# Smaller outputs (a loss, a decode step's logits) are copied out: a copy costs little, and a loss
+# kept in a list across steps would otherwise need moving (or, without moving, retire the graph).
+_LEND_MIN_BYTES = 1 << 20
+# Graphs dropped while outputs they lent are still held: kept until those are dropped (their memory).
+_OUTLIVING: list[_Captured] = []
+
+
+class _LentOutputs:
+    """A graph's tensor outputs handed to the caller without a copy, and taken back before a replay.
+
+    The caller's tensors live on storages of their own (``_construct_storage_from_data_pointer``:
+    storages that alias the graph's buffers without owning them), so liveness is a weak reference to
+    each: a lent storage still referenced (by the tensor, a view of it, autograd's saved tensors) when
+    the graph is about to replay is *evicted*: fresh memory gets a copy of its bytes and the storage's
+    data pointer is swapped to it (``_swap_data_ptr_``), which every tensor and view on it sees.
+    Outputs that share a storage (a tensor and its view) share one lent storage.
+    """
+
+    def __init__(self, outputs: list[Any], lendable: list[int]):
+        groups: dict[int, int] = {}  # storage address -> group
+        self.storages: list[tuple[int, int, torch.device]] = []  # per group: address, bytes, device
+        self.tensors: list[tuple[int, int, torch.Tensor]] = []  # output index, group, static output
+        for index in lendable:
+            static = outputs[index]
+            storage = static.untyped_storage()
+            address = storage.data_ptr()
+            if address not in groups:
+                groups[address] = len(self.storages)
+                self.storages.append((address, storage.nbytes(), static.device))
+            self.tensors.append((index, groups[address], static))
+        self.lent: list[StorageWeakRef] = []  # the last replay's lent storages
+        self.addresses: list[int] = []  # and their tensors' addresses, in _LENT_ADDRESSES
+
+    def lend(self, results: list[Any]) -> None:
+        """Put tensors aliasing the static outputs into ``results``, in place of the static outputs."""
+        storages = [torch._C._construct_storage_from_data_pointer(a, d, n) for a, n, d in self.storages]
+        for index, group, static in self.tensors:
+            lent = torch.empty((), dtype=static.dtype, device=static.device)
+            results[index] = lent.set_(
+                storages[group], static.storage_offset(), static.shape, static.stride()
+            )
+        self.lent = [StorageWeakRef(storage) for storage in storages]
+        self.addresses = [results[index].data_ptr() for index, _, _ in self.tensors]
+        for address, ref in zip(self.addresses, (self.lent[group] for _, group, _ in self.tensors)):
+            _LENT_ADDRESSES[address] = ref
+
+    def held(self) -> bool:
+        """Whether the caller still holds an output of the last replay (or a view of one)."""
+        return not all(ref.expired() for ref in self.lent)
+
+    def held_tensors(self) -> list[torch.Tensor]:
+        """The static outputs whose lent storage is still referenced (for messages)."""
+        return [static for _, group, static in self.tensors if not self.lent[group].expired()]
+
+    def take_back(self) -> None:
+        """Give every lent storage still referenced memory of its own, before the buffers are written
+        (only where ``CAN_MOVE_HELD_OUTPUTS``: else the caller checks ``held()`` first)."""
+        for ref in self.lent:
+            if not ref.expired():
+                storage = torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
+                own = torch.empty(
+                    storage.nbytes(), dtype=torch.uint8, device=storage.device
+                ).untyped_storage()
+                own.copy_(storage)
+                storage._swap_data_ptr_(own)  # type: ignore[attr-defined]  # ``own`` now aliases the graph's buffer, and is dropped
+        self.release()
+
+    def release(self) -> None:
+        for address in self.addresses:
+            _LENT_ADDRESSES.pop(address, None)
+        self.lent, self.addresses = [], []
 
 
 class _Captured:
@@ -56,8 +144,9 @@ class _Captured:
         outputs: list[Any],
         spec: Any,
         copied: list[int],
+        lends: bool = True,
     ):
-        self.graph, self.static_inputs, self.outputs, self.spec = graph, static_inputs, outputs, spec
+        self.graph, self.outputs, self.spec = graph, outputs, spec
         self.copied = [(i, static_inputs[i]) for i in copied]  # the graph's own buffers, filled per replay
         # outputs that are inputs (a forward returns the tensors its backward reads) are the caller's
         self.returned_inputs = {
@@ -65,20 +154,50 @@ class _Captured:
             for i, o in enumerate(outputs)
             if isinstance(o, torch.Tensor) and any(s is o for s in static_inputs)
         }
+        input_storages = {
+            s.untyped_storage().data_ptr() for s in static_inputs if isinstance(s, torch.Tensor)
+        }
+        lendable, self.cloned = [], []
+        for i, o in enumerate(outputs):
+            if isinstance(o, torch.Tensor) and i not in self.returned_inputs:
+                storage = o.untyped_storage()  # an output aliasing an input is copied out
+                if not lends or storage.nbytes() < _LEND_MIN_BYTES or storage.data_ptr() in input_storages:
+                    self.cloned.append(i)
+                else:
+                    lendable.append(i)
+        self.lent = _LentOutputs(outputs, lendable)
 
     def replay(self, args: tuple) -> Any:
         for index, static in self.copied:
             static.copy_(args[index])
         self.graph.replay()
-        results = [
-            args[self.returned_inputs[i]]
-            if i in self.returned_inputs
-            else o.clone()
-            if isinstance(o, torch.Tensor)
-            else o
-            for i, o in enumerate(self.outputs)
-        ]
+        results = list(self.outputs)
+        for i, j in self.returned_inputs.items():
+            results[i] = args[j]
+        for i in self.cloned:
+            results[i] = results[i].clone()
+        self.lent.lend(results)
         return tree_unflatten(results, self.spec)
+
+    def __del__(self) -> None:
+        # the graph's memory pool is freed with it: what the caller still holds must move out first,
+        # or (where it cannot move) the graph outlives this object until the caller drops it
+        try:
+            if CAN_MOVE_HELD_OUTPUTS or not self.lent.held():
+                self.lent.take_back() if CAN_MOVE_HELD_OUTPUTS else self.lent.release()
+            else:
+                _OUTLIVING.append(self)  # resurrected: finalized no more, freed once dropped from there
+        except Exception:  # noqa: BLE001, S110 -- at interpreter exit torch may be gone already
+            pass
+
+
+def _describe(tensor: torch.Tensor) -> str:
+    return f"{'x'.join(map(str, tensor.shape)) or 'scalar'} {tensor.dtype}"
+
+
+def _drop_outliving() -> None:
+    """Free the graphs kept only for outputs they lent, once the caller dropped those."""
+    _OUTLIVING[:] = [captured for captured in _OUTLIVING if captured.lent.held()]
 
 
 class GraphedFunction:
@@ -94,11 +213,19 @@ class GraphedFunction:
         self.refused: str | None = None  # why graphs are not used, once that is known
         self._last: tuple[tuple, _Captured] | None = None  # the last call's key and graph
         self._ran: set[tuple] = set()  # keys called once, not yet captured
+        self._lending: _Captured | None = None  # the graph whose outputs were lent last
+        self.lends = True  # whether captures lend their outputs (``_take_back``)
+        self.copies_outputs_because: str | None = None  # why not, where it stopped
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> Any:
         if self.refused is not None:
             return self.fn(*args)
+        if self._lending is not None:  # before the key: an input may be a lent output that moves
+            self._take_back(self._lending)
+            self._lending = None
+        if _OUTLIVING:
+            _drop_outliving()
         key = self.key(args)
         last = self._last  # a decode loop replays one graph: equal keys compare faster than they hash
         captured = last[1] if last is not None and last[0] == key else self.graphs.get(key)
@@ -124,7 +251,27 @@ class GraphedFunction:
                         return self.fn(*args)
                     self.graphs[key] = captured
         self._last = (key, captured)
+        self._lending = captured
         return captured.replay(args)
+
+    def _take_back(self, captured: _Captured) -> None:
+        """Make the last replay's buffers writable again: move what the caller holds of its outputs out
+        of them, or, where storages cannot move (torch before 2.12), retire the graph if anything is
+        held: this function's later captures copy their outputs out, as graphs did before lending."""
+        if CAN_MOVE_HELD_OUTPUTS:
+            captured.lent.take_back()
+        elif not captured.lent.held():
+            captured.lent.release()
+        else:
+            self.lends = False
+            self.graphs = {key: c for key, c in self.graphs.items() if c is not captured}
+            self._last = None
+            _OUTLIVING.append(captured)
+            held = ", ".join(_describe(t) for t in captured.lent.held_tensors())
+            self.copies_outputs_because = (
+                f"outputs of the last replay were still held when it was called again ({held}), and "
+                "torch before 2.12 cannot move them out of the graph's memory"
+            )
 
     def key(self, args: tuple) -> tuple:
         """What picks the graph for a call: its inputs' layout beyond what the prologue checked."""
@@ -133,15 +280,15 @@ class GraphedFunction:
     def _capture(self, args: tuple) -> _Captured:
         # the call before this one with the same key ran the program without a graph: that was the
         # warm-up (kernels compiled, libraries initialized), so the capture needs no run of its own
-        plan = self._plan(args)
+        copied = self._plan(args).copied_now(args)
         static_inputs = list(args)
-        for index in plan.copied:
+        for index in copied:
             static_inputs[index] = _buffer_like(args[index])
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             result = self.fn(*static_inputs)
         outputs, spec = tree_flatten(result)
-        return _Captured(graph, static_inputs, outputs, spec, plan.copied)
+        return _Captured(graph, static_inputs, outputs, spec, copied, self.lends)
 
     def _plan(self, args: tuple) -> _InputPlan:
         if self.plan is None:
@@ -192,7 +339,9 @@ class _InputPlan:
     - Parameters and inputs written in place are read at their own address: the key holds it, so a
       new storage makes a new capture. A position that later holds another kind of tensor is still
       handled correctly: read in place, or copied.
-    - Other tensors are copied into the graph's buffers before each replay; the key holds their strides.
+    - Other tensors are copied into the graph's buffers before each replay; the key holds their
+      strides. One that is a lent output of a graph (``_LENT_ADDRESSES``) is read in place instead:
+      the key holds its address.
     - Other inputs (numbers) are part of the key by type and value.
     """
 
@@ -210,13 +359,24 @@ class _InputPlan:
         Built with C-level loops (``map`` over the tensor methods): a decode step keys a few hundred
         tensors on every call, and a generator over them cost twice as much.
         """
-        pinned = self._pinned(args)
+        pinned, copied = self._pinned(args), self._copied(args)
         return (
             tuple(map(_DATA_PTR, pinned)),
             tuple(map(_STRIDE, pinned)),
-            tuple(map(_STRIDE, self._copied(args))),
+            tuple(map(_STRIDE, copied)),
             tuple((type(args[i]), args[i]) for i in self.values),
+            _lent_addresses(copied) if _LENT_ADDRESSES else None,
         )
+
+    def copied_now(self, args: tuple) -> list[int]:
+        """The positions copied into the graph's buffers for this call: not those holding lent outputs."""
+        return [i for i in self.copied if _LENT_ADDRESSES.get(args[i].data_ptr()) is None]
+
+
+def _lent_addresses(tensors: tuple) -> tuple | None:
+    """The addresses of the lent outputs among ``tensors`` (None for the others), or None if none is."""
+    addresses = tuple(a if a in _LENT_ADDRESSES else None for a in map(_DATA_PTR, tensors))
+    return addresses if any(a is not None for a in addresses) else None
 
 
 _DATA_PTR, _STRIDE = torch.Tensor.data_ptr, torch.Tensor.stride
