@@ -125,7 +125,7 @@ def test_returned_view_of_a_buffer_updated_in_place() -> None:
 
     eager, module = Running(), Running()
     jitted = thunder.jit(module)
-    for step in range(3):
+    for _ in range(3):
         x = torch.randn(3, 4)
         (_, actual), (_, expected) = jitted(x), eager(x)
         assert actual.untyped_storage().data_ptr() == module.total.untyped_storage().data_ptr()

@@ -45,6 +45,12 @@ class ThunderFunction(torch.autograd.Function):
         ctx.untracked = saved
         if pair.non_differentiable is None:  # output dtypes are the trace's: the same on every call
             pair.non_differentiable = _non_differentiable(flat_output, pair.detached_outputs)
+            # so is which outputs are inputs themselves (``return x``, ``x.float()`` of a float ``x``)
+            pair.returned_inputs = tuple(
+                i
+                for i, t in enumerate(flat_output)
+                if isinstance(t, torch.Tensor) and any(t is x for x in inputs)
+            )
         if pair.non_differentiable:
             ctx.mark_non_differentiable(*[flat_output[i] for i in pair.non_differentiable])
         # autograd.Function returns a flat tuple; Python values among the outputs travel as they are,
@@ -112,6 +118,9 @@ class _CompiledPair:
         self.saved_intermediate_tensors = sorted(saved_tensors - saved_inputs_and_outputs)
         # flat output positions autograd must not differentiate, known after the first call
         self.non_differentiable: tuple[int, ...] | None = None
+        # flat output positions holding an input itself, which the caller gets as eager returns it (the
+        # same tensor object: a leaf stays a leaf), not autograd's new view of it; known after the first call
+        self.returned_inputs: tuple[int, ...] = ()
 
 
 def _non_differentiable(flat_output: list[Any], detached: frozenset[int]) -> tuple[int, ...]:
@@ -149,6 +158,10 @@ def differentiable_callable(forward: Callable, backward: Callable, cotangent_out
         else:
             returned = _apply(pair, *unwrap_dead_wrappers(inputs))
         spec, flat_output, output = returned[-1]
+        if pair.returned_inputs:
+            returned = list(returned)
+            for i in pair.returned_inputs:
+                returned[i] = flat_output[i]
         if spec is LEAF_SPEC:  # one tensor, what most models return
             return returned[0]
         # autograd returns the forward's tensors themselves, except an input returned as an output

@@ -292,7 +292,8 @@ class Mutations:
         if isinstance(output, TensorProxy) and any(output is p for p in resolved):
             position = next(i for i, p in enumerate(resolved) if p is output)
             if symbol.id in ALIAS_SYMBOL_IDS or is_view_symbol(symbol):
-                return user[position] if len(user) == len(resolved) else output
+                held = user[position] if len(user) == len(resolved) else output
+                return new_view_object(self.trace, symbol, held)
             return self._copy_of(output)
         self._note_views(bound_symbol, user_arguments)
         return output
@@ -320,7 +321,7 @@ class Mutations:
         """From now on ``proxy`` (and every alias of its memory) holds ``value``."""
         alias = self._alias(proxy)
         root = self.roots[alias.root]
-        _check_input_mutation(self.trace, root.proxy)
+        _check_input_mutation(self.trace, root.proxy, value)
         self._busy += 1
         try:
             bases = [root.value]
@@ -350,10 +351,21 @@ def _unique_tensor_proxies(values: Any) -> list[TensorProxy]:
     return list(seen.values())
 
 
-def _check_input_mutation(trace: Trace, root: TensorProxy) -> None:
-    if root.requires_grad and torch.is_grad_enabled() and any(root is p for p in trace.args):
+def _check_input_mutation(trace: Trace, root: TensorProxy, value: TensorProxy) -> None:
+    if not torch.is_grad_enabled() or not any(root is p for p in trace.args):
+        return
+    if value.requires_grad and not root.requires_grad:
+        raise NotImplementedError(
+            f"the compiled function writes a value that requires grad into its input {root.name}, which "
+            "does not, with gradients enabled: eager makes that input part of the autograd graph (it then "
+            "requires grad), which thunder cannot do for the caller's tensor. Return the value instead, or "
+            "write it under torch.no_grad()"
+        )
+    if root.requires_grad:
         raise RuntimeError(
-            f"a leaf Variable that requires grad ({root.name}) is being used in an in-place operation."
+            f"a leaf Variable that requires grad ({root.name}) is being used in an in-place operation. "
+            "(thunder refuses an in-place update of any input that requires grad: eager allows it for a "
+            "tensor that is not a leaf, which thunder cannot tell apart; clone() the input first)"
         )
 
 
@@ -361,8 +373,18 @@ def note_aliasing(trace: Trace, bound_symbol: BoundSymbol, user_arguments: tuple
     """Called by ``Symbol.__call__`` once a trace has mutations, or when a symbol returned an input."""
     symbol = bound_symbol.symbol
     if trace.mutations is None and (symbol.id in ALIAS_SYMBOL_IDS or is_view_symbol(symbol)):
-        return bound_symbol.output  # the same proxy is the same tensor, as in eager: nothing to track
+        return new_view_object(trace, symbol, bound_symbol.output)
     return Mutations.of(trace).recorded(bound_symbol, user_arguments)
+
+
+def new_view_object(trace: Trace, symbol: Symbol, output: TensorProxy) -> TensorProxy:
+    """What the user's code holds for a view symbol that returned its input (``x.view_as(x)``, a
+    reshape to the same shape): eager's result is a new tensor object viewing the input, not the input
+    (``out is x`` is False; under autograd a non-leaf), so it is a view prim of its own; a symbol of
+    ``ALIAS_SYMBOL_IDS`` (``x.float()`` of a float ``x``) returns the input itself, as eager does."""
+    if symbol.id in ALIAS_SYMBOL_IDS or not trace.at_top_level:
+        return output
+    return prims.reshape(output, tuple(output.shape))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -395,6 +417,12 @@ def mutate(proxy: TensorProxy, value: Any) -> TensorProxy:
     if isinstance(value, TensorProxy):  # the user's code may hand in a proxy that was mutated since
         value = mutations.current(value)
     value = _as_value_of(proxy, value)
+    old = mutations.current(proxy)
+    if torch.is_grad_enabled() and old.requires_grad and not value.requires_grad:
+        # eager: a tensor that requires grad still does after an in-place write of a constant
+        # (``y.zero_()``, ``y.fill_(2)``, ``y.copy_(c)``), its gradient zero: the value reads the old one
+        everywhere = prims.full(proxy.shape, True, device=proxy.device, dtype=dtypes.bool8)
+        value = prims.where(everywhere, value, old)
     mutations.mutate(proxy, value)
     return proxy
 
@@ -517,7 +545,7 @@ _PRIM_STEP_NAMES = {
 }  # fmt: skip
 
 
-def _torch_step(step: ViewStep) -> tuple | None:
+def torch_step(step: ViewStep) -> tuple | None:
     """``step`` as ``(name, *args)`` for ``replay_views``; None where PyTorch has no view for it."""
     if step.kwargs:
         return None
@@ -530,7 +558,7 @@ def _torch_step(step: ViewStep) -> tuple | None:
 
 
 def replay_views(base: torch.Tensor, steps: tuple) -> torch.Tensor:
-    """``base`` viewed through ``steps`` (``(name, *args)`` each, see ``_torch_step``) by PyTorch."""
+    """``base`` viewed through ``steps`` (``(name, *args)`` each, see ``torch_step``) by PyTorch."""
     for name, *args in steps:
         if name == "method":
             method, *args = args
@@ -574,7 +602,7 @@ def _returned_views(
         alias = mutations.aliases.get(leaf.name) if isinstance(leaf, TensorProxy) else None
         if alias is None or not alias.chain or alias.root not in updated:
             continue
-        steps = tuple(_torch_step(step) for step in alias.chain)
+        steps = tuple(torch_step(step) for step in alias.chain)
         if any(step is None for step in steps):
             names = ", ".join(step.symbol.name for step in alias.chain)
             raise NotImplementedError(
@@ -584,6 +612,21 @@ def _returned_views(
             )
         views[position] = (updated[alias.root], steps)
     return views
+
+
+def _copies_of_written_inputs(trace: Trace, output: Any, user_names: list[str | None]) -> Any:
+    """``output`` with a copy for each tensor whose value is an unchanged input the program wrote into
+    another tensor (``torch.empty(3).copy_(x)``: its value is ``x``'s proxy): eager returns a tensor of
+    its own, thunder returned ``x`` itself, which the caller's writes then changed."""
+    inputs = {p.name for p in trace.args if isinstance(p, TensorProxy)}
+    leaves, spec = tree_flatten(output)
+    copies: dict[str, TensorProxy] = {}
+    for position, leaf in enumerate(leaves):
+        if isinstance(leaf, TensorProxy) and leaf.name in inputs and user_names[position] != leaf.name:
+            if leaf.name not in copies:
+                copies[leaf.name] = prims.copy(leaf)
+            leaves[position] = copies[leaf.name]
+    return tree_unflatten(leaves, spec) if copies else output
 
 
 def finish(trace: Trace, output: Any) -> Any:
@@ -603,7 +646,8 @@ def finish(trace: Trace, output: Any) -> Any:
         isinstance(leaf, TensorProxy) and leaf.name in destinations for leaf in tree_leaves(output)
     ]
     returned_views = _returned_views(mutations, tree_leaves(output), copies)
-    output = mutations.resolve(output)
+    user_names = [leaf.name if isinstance(leaf, TensorProxy) else None for leaf in tree_leaves(output)]
+    output = _copies_of_written_inputs(trace, mutations.resolve(output), user_names)
     returned_inputs: dict[int, TensorProxy] = {}
     # An output that is an input's value from before its update (``v = a.clone(); a.add_(1); return v``:
     # the functional clone is ``a`` itself) must not be the input, which the epilogue overwrites.
@@ -639,6 +683,8 @@ def finish(trace: Trace, output: Any) -> Any:
     for position, (destination, steps) in returned_views.items():
         if destination.name in inputs_returned:
             view = _returned_view_meta(destination, steps, leaves[position])
-            trace.record(BoundSymbol(returned_view_symbol(), (destination, steps), {}, view, ()))
+            trace.record(
+                BoundSymbol(returned_view_symbol(), (destination, steps), {}, view, (), grad_enabled=False)
+            )
             leaves[position] = view
     return tree_unflatten(leaves, spec)

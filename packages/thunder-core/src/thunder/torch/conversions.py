@@ -37,7 +37,8 @@ def to(a: Any, *args: Any, **kwargs: Any) -> Any:
     return result
 
 
-@torchsymbol(torch.Tensor.type_as, method="type_as")
+# only ``other``'s dtype is read: the result requires grad as ``a`` does (transforms/autograd.py)
+@torchsymbol(torch.Tensor.type_as, method="type_as", tags=frozenset({"reads_metadata_of_others"}))
 def type_as(a: Any, other: Any) -> Any:
     return to_dtype(a, other.dtype)
 

@@ -33,9 +33,11 @@ from thunder.torch.shape import (
 from thunder.torch.utils import canonical_dim, expand_to
 
 SHAPE = frozenset({"shape"})
+# ``x.view_as(y)``: only ``y``'s shape is read; the result requires grad as ``x`` does (transforms/autograd.py)
+SHAPE_OF_OTHER = SHAPE | {"reads_metadata_of_others"}
 
 
-@torchsymbol(torch.Tensor.expand_as, method="expand_as", tags=SHAPE)
+@torchsymbol(torch.Tensor.expand_as, method="expand_as", tags=SHAPE_OF_OTHER)
 def expand_as(a: TensorProxy, other: TensorProxy) -> TensorProxy:
     return expand(a, other.shape)
 
@@ -53,12 +55,12 @@ def broadcast_tensors(*tensors: TensorProxy) -> tuple[TensorProxy, ...]:
     return tuple(expand_to(x, shape) for x in tensors)
 
 
-@torchsymbol(torch.Tensor.view_as, method="view_as", tags=SHAPE)
+@torchsymbol(torch.Tensor.view_as, method="view_as", tags=SHAPE_OF_OTHER)
 def view_as(a: TensorProxy, other: TensorProxy) -> TensorProxy:
     return reshape(a, other.shape)
 
 
-@torchsymbol(torch.Tensor.reshape_as, method="reshape_as", tags=SHAPE)
+@torchsymbol(torch.Tensor.reshape_as, method="reshape_as", tags=SHAPE_OF_OTHER)
 def reshape_as(a: TensorProxy, other: TensorProxy) -> TensorProxy:
     return reshape(a, other.shape)
 

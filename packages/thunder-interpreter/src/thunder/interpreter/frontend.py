@@ -39,6 +39,7 @@ from thunder.core.sources import (
 )
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, tracectx
+from thunder.core.transforms.autograd import check_grad_mode_regions
 from thunder.core.transforms.inline_backward import ran_backward
 from thunder.interpreter.custom_functions import custom_function_forward, interpreted_forward
 from thunder.interpreter.guards import ValueGuards, is_guarded_by_attributes
@@ -525,6 +526,7 @@ def interpreter_frontend(
             output = inplace.finish(computation, (output, values))
         computation.record(BoundSymbol(RETURN, (output,)))
     computation.header = "Constructed by the interpreter"
+    check_grad_mode_regions(computation)
     if ran_backward(computation) or not (
         torch.is_grad_enabled()
         and any(p.requires_grad for p in computation.args if isinstance(p, TensorProxy))

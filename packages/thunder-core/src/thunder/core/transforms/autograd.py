@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from thunder.core import prims
 from thunder.core.gradients import vjp_rule_for
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
@@ -28,7 +30,9 @@ from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.common import substitute
 from thunder.core.transforms.dce import dce
 
-__all__ = ["ForwardBackward", "NoGradientRuleError", "split_forward_backward", "saved_bytes"]
+__all__ = [
+    "ForwardBackward", "NoGradientRuleError", "split_forward_backward", "saved_bytes", "check_grad_mode_regions",
+]  # fmt: skip
 
 
 class NoGradientRuleError(NotImplementedError):
@@ -185,6 +189,25 @@ def _hashable(value: Any) -> Any:
     return (type(value), repr(value))
 
 
+def check_grad_mode_regions(computation: Trace) -> None:
+    """Raise if the program, called under no_grad, records gradients inside (``with torch.enable_grad():``
+    on a tensor that requires grad): eager's result then requires grad, and a computation called under
+    no_grad is not differentiated. Call it after tracing, in the caller's grad mode."""
+    if torch.is_grad_enabled():
+        return
+    for bound_symbol in computation.bound_symbols:
+        if bound_symbol.symbol in (RETURN, DEL):
+            continue
+        if bound_symbol.grad_enabled and any(
+            isinstance(p, TensorProxy) and p.requires_grad for p in bound_symbol.proxy_args()
+        ):
+            raise NotImplementedError(
+                f"the compiled function, called under torch.no_grad(), computes {bound_symbol.symbol.name} "
+                "under torch.enable_grad() on a tensor that requires grad: thunder differentiates a program "
+                "only when it is called with gradients enabled. Call it outside torch.no_grad()"
+            )
+
+
 def detached_outputs(computation: Trace) -> list[int]:
     """Positions of the flat output that eager mode returns with ``requires_grad=False``.
 
@@ -198,7 +221,9 @@ def detached_outputs(computation: Trace) -> list[int]:
         tags = bound_symbol.symbol.tags
         if bound_symbol.symbol in (RETURN, DEL) or "stop_gradient" in tags or "reads_metadata" in tags:
             continue
-        if any(p.name in requiring for p in bound_symbol.proxy_args()):
+        if not bound_symbol.grad_enabled:  # recorded under torch.no_grad() in the program
+            continue
+        if any(p.name in requiring for p in _differentiable_operands(bound_symbol)):
             stopped = _stopped_names(bound_symbol.subsymbols)
             requiring.update(
                 p.name
@@ -211,6 +236,15 @@ def detached_outputs(computation: Trace) -> list[int]:
         for position, value in enumerate(flat_output)
         if isinstance(value, TensorProxy) and _differentiable_dtype(value) and value.name not in requiring
     ]
+
+
+def _differentiable_operands(bound_symbol: BoundSymbol) -> list[Any]:
+    """The proxies whose requires_grad the outputs inherit: not the tensors of which a symbol tagged
+    ``reads_metadata_of_others`` (``x.type_as(y)``, ``x.expand_as(y)``) reads only the dtype or shape."""
+    if "reads_metadata_of_others" in bound_symbol.symbol.tags:
+        first = bound_symbol.args[0] if bound_symbol.args else None
+        return [first] if isinstance(first, TensorProxy) else []
+    return bound_symbol.proxy_args()
 
 
 def _stopped_names(bound_symbols: Sequence[BoundSymbol]) -> set[str]:
