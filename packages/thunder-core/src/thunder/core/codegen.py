@@ -34,6 +34,7 @@ _MODULE_IMPORTS = {
     "devices": "from thunder.core import devices",
     "fallback": "from thunder.core import fallback",
     "inplace": "from thunder.core import inplace",
+    "layouts": "from thunder.core import layouts",
     "dist": "import thunder.distributed.prims as dist",
 }
 

@@ -303,6 +303,8 @@ class Mutations:
         user = _unique_tensor_proxies(user_arguments)
         if len(resolved) != 1 or len(user) != 1 or not is_view_symbol(bound_symbol.symbol):
             return
+        if _copies_in_eager(bound_symbol, resolved[0]):
+            return
         source = self._alias(user[0])
         generation = self.roots[source.root].generation
         for name, chain in view_chains(bound_symbol, resolved[0]).items():
@@ -341,6 +343,19 @@ class Mutations:
         return [
             (r.proxy, r.value) for name, r in self.roots.items() if name in inputs and r.value is not r.proxy
         ]
+
+
+def _copies_in_eager(bound_symbol: BoundSymbol, source: TensorProxy) -> bool:
+    """A reshape (flatten, ravel) that eager computes as a copy for the layout of ``source``
+    (``x.t().reshape(-1)``): its result is a tensor of its own, not a view (core/layouts.py)."""
+    symbol, output = bound_symbol.symbol, bound_symbol.output
+    if symbol.module != "ltorch" or symbol.name not in ("reshape", "flatten", "ravel"):
+        return False
+    if not isinstance(output, TensorProxy):
+        return False
+    from thunder.core import layouts  # layouts reads this module's view chains
+
+    return not layouts.reshape_views(source, tuple(output.shape))
 
 
 def _unique_tensor_proxies(values: Any) -> list[TensorProxy]:

@@ -24,7 +24,7 @@ _local = threading.local()
 
 RESERVED_NAMES = frozenset(
     {"torch", "prims", "ltorch", "dtypes", "devices", "operator", "thunder", "args", "kwargs"}
-    | {"fallback", "inplace", "dist"}
+    | {"fallback", "inplace", "layouts", "dist"}
 )
 
 
@@ -115,6 +115,11 @@ class Trace:
             yield scope
         finally:
             self._scopes.pop()
+
+    @property
+    def depth(self) -> int:
+        """How many decompositions deep what is recorded now goes (0: the trace itself)."""
+        return len(self._scopes) - 1
 
     @property
     def at_top_level(self) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from thunder.core import prims
+from thunder.core import layouts, prims
 from thunder.core.promotion import promote_dtypes
 from thunder.core.proxies import TensorProxy
 from thunder.torch.registry import torchsymbol
@@ -48,6 +48,12 @@ def reshape(a: TensorProxy, *shape: Any) -> TensorProxy:
 def view(a: TensorProxy, *shape: Any) -> TensorProxy:
     if len(shape) == 1 and not isinstance(shape[0], (Sequence, int, torch.SymInt)):  # a size may be symbolic
         raise NotImplementedError("Tensor.view(dtype) is not supported by thunder")
+    new_shape = infer_shape(a.numel(), _shape_arg(shape))
+    if not layouts.view_allowed(a, new_shape):  # eager's layout of ``a`` (core/layouts.py)
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+            "across two contiguous subspaces). Use .reshape(...) instead."
+        )
     return reshape(a, *shape)
 
 
@@ -127,7 +133,8 @@ def expand(a: TensorProxy, *shape: Any) -> TensorProxy:
 
 @torchsymbol(torch.Tensor.contiguous, method="contiguous", tags=SHAPE)
 def contiguous(a: TensorProxy, memory_format: Any = None) -> TensorProxy:
-    return a
+    # eager copies a tensor whose layout is not contiguous (``x.t().contiguous()``): a tensor of its own
+    return a if layouts.is_contiguous(a) else prims.copy(a)
 
 
 def _check_cat_inputs(tensors: Any) -> None:

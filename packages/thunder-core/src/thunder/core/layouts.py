@@ -1,0 +1,174 @@
+"""Eager's memory layout of a trace's tensors, where eager's answer depends on it.
+
+Traces carry no strides: thunder computes every tensor dense and contiguous. Three constructs
+answer differently by the layout eager would have: ``x.view(shape)`` fails where the strides do not
+allow the view, ``x.contiguous()`` copies a tensor that is not contiguous (a new tensor, which a write
+does not share with ``x``), and ``x.reshape(shape)`` copies instead of viewing. ``x.t().view(-1)``
+returned a reshape where eager raises, and ``y = x.t().contiguous(); y.add_(1)`` wrote into ``x``.
+
+A tensor's eager layout is its view chain (``core/inplace.py``: the view prims from the tensor they
+view) replayed on a meta tensor of its root's layout. The root is contiguous when a non-view op made
+it (eager's ops return contiguous tensors, except elementwise ops on permuted inputs, which keep the
+permutation: not modelled). The root is an input: its strides are not in the trace nor checked by the
+prologue, so the trace assumes a contiguous input, and the computation checks on every call, on the
+real input (``layouts.check``, a few PyTorch views), that eager decides as the trace did; a call
+where it would not raises (``view``: eager's own error).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+
+from thunder.core.inplace import is_view_symbol, replay_views, torch_step, view_chains
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.trace import Trace, get_tracectx
+
+__all__ = ["view_allowed", "is_contiguous", "reshape_views", "check"]
+
+
+class _Chains:
+    """For each top-level tensor of a trace that is a view: its root and PyTorch view steps."""
+
+    def __init__(self) -> None:
+        self.scanned = 0
+        self.chains: dict[str, tuple[TensorProxy, tuple]] = {}
+
+    def of(self, trace: Trace, proxy: TensorProxy) -> tuple[TensorProxy, tuple] | None:
+        for bound_symbol in trace.bound_symbols[self.scanned :]:
+            self._note(bound_symbol)
+        self.scanned = len(trace.bound_symbols)
+        return self.chains.get(proxy.name, (proxy, ()))
+
+    def _note(self, bound_symbol: BoundSymbol) -> None:
+        if not is_view_symbol(bound_symbol.symbol) or not bound_symbol.args:
+            return
+        source = bound_symbol.args[0]
+        if not isinstance(source, TensorProxy):
+            return
+        root, steps = self.chains.get(source.name, (source, ()))
+        for name, chain in view_chains(bound_symbol, source).items():
+            more = tuple(torch_step(step) for step in chain)
+            if name != source.name and all(step is not None for step in more):
+                self.chains[name] = (root, steps + more)
+
+
+_chains: weakref.WeakKeyDictionary[Trace, _Chains] = weakref.WeakKeyDictionary()
+
+
+def _eager_tensor(trace: Trace, proxy: TensorProxy) -> tuple[torch.Tensor, TensorProxy, tuple] | None:
+    """A meta tensor with eager's layout of ``proxy`` (its root contiguous), its root and steps."""
+    if any(not isinstance(n, int) for n in proxy.shape):
+        return None  # symbolic sizes: not modelled
+    chains = _chains.get(trace)
+    if chains is None:
+        chains = _chains[trace] = _Chains()
+    root, steps = chains.of(trace, proxy)
+    if any(not isinstance(n, int) for n in root.shape):
+        return None
+    try:
+        base = torch.empty(tuple(root.shape), dtype=root.dtype.torch_dtype, device="meta")
+        return replay_views(base, steps), root, steps
+    except Exception:  # noqa: BLE001 -- a step PyTorch replays otherwise: layout unknown
+        return None
+
+
+def _decide(proxy: TensorProxy, kind: str, shape: tuple, answer: Any) -> bool | None:
+    """``answer(eager_tensor)`` where thunder knows eager's layout, else None. For a view of an input
+    (assumed contiguous) the computation checks the answer on every call, and this returns None."""
+    trace = get_tracectx()
+    if trace is None or trace.depth > 1:  # inside a decomposition: thunder's own ops, not the user's
+        return None
+    modelled = _eager_tensor(trace, proxy)
+    if modelled is None:
+        return None
+    tensor, root, steps = modelled
+    decided = answer(tensor)
+    if not any(root is p for p in trace.args):
+        return decided
+    bound = BoundSymbol(check_symbol(), (root, steps, kind, shape, decided), {}, None, (), grad_enabled=False)
+    if trace.depth == 0:
+        trace.record(bound)
+    else:  # the user's call being recorded: the check goes before it
+        trace.bound_symbols.append(bound)
+    return decided
+
+
+def _viewable(tensor: torch.Tensor, shape: tuple) -> bool:
+    try:
+        tensor.view(shape)
+    except RuntimeError:
+        return False
+    return True
+
+
+def view_allowed(proxy: TensorProxy, shape: tuple) -> bool:
+    """False where eager's ``proxy.view(shape)`` fails for certain; a view of an input is checked on
+    every call (eager's error there)."""
+    decided = _decide(proxy, "view", tuple(shape), lambda t: _viewable(t, tuple(shape)))
+    trace = get_tracectx()
+    return decided is not False or _root_is_input(trace, proxy)
+
+
+def is_contiguous(proxy: TensorProxy) -> bool:
+    """Whether eager's ``proxy`` is contiguous (True where the layout is not modelled)."""
+    decided = _decide(proxy, "contiguous", (), lambda t: t.is_contiguous())
+    return decided is not False
+
+
+def reshape_views(proxy: TensorProxy, shape: tuple) -> bool:
+    """Whether eager's ``proxy.reshape(shape)`` is a view, not a copy (True where not modelled)."""
+    decided = _decide(proxy, "reshape", tuple(shape), lambda t: _viewable(t, tuple(shape)))
+    return decided is not False
+
+
+def _root_is_input(trace: Trace | None, proxy: TensorProxy) -> bool:
+    chains = _chains.get(trace) if trace is not None else None
+    root = chains.chains.get(proxy.name, (proxy, ()))[0] if chains is not None else proxy
+    return trace is not None and any(root is p for p in trace.args)
+
+
+# ---------------------------------------------------------------------------------------------
+# The check on every call
+
+
+def _check(x: torch.Tensor, steps: tuple, kind: str, shape: tuple, expected: bool) -> None:
+    tensor = replay_views(x, steps)
+    if kind == "view":
+        tensor.view(shape)  # eager's error where this call's layout does not allow the view
+        return
+    actual = tensor.is_contiguous() if kind == "contiguous" else _viewable(tensor, shape)
+    if actual != expected:
+        construct = "contiguous()" if kind == "contiguous" else f"reshape({list(shape)})"
+        raise RuntimeError(
+            f"thunder compiled this program for a contiguous input: {construct} of a view of it "
+            f"{'copies' if (kind == 'contiguous') != expected else 'views'} in eager for that layout, and "
+            f"this call's input (strides {tuple(x.stride())}) makes eager do otherwise. Pass a "
+            "contiguous tensor (x.contiguous()), or compile a separate function for this layout"
+        )
+
+
+def _check_meta(x: TensorProxy, steps: tuple, kind: str, shape: tuple, expected: bool) -> None:
+    return None
+
+
+_check_symbol: Symbol | None = None
+
+
+def check_symbol() -> Symbol:
+    """``layouts.check(x, steps, kind, shape, expected)``: eager's decision for the input's real layout."""
+    global _check_symbol
+    if _check_symbol is None:
+        from thunder.core.executor import get_executor
+
+        _check_symbol = Symbol(
+            name="check", id="layouts.check", meta=_check_meta, module="layouts", fn=_check,
+            executor=get_executor("torch"), tags=frozenset({"side_effect"}),
+        )  # fmt: skip
+    return _check_symbol
+
+
+check = _check  # what ``layouts.check`` names in a printed trace

@@ -1,0 +1,123 @@
+"""Constructs whose eager answer depends on the memory layout answer as eager's do (core/layouts.py).
+
+- ``x.t().view(-1)``: eager raises (the strides do not allow the view); thunder returned a reshape.
+- ``y = x.t().contiguous(); y.add_(1)``: eager's ``contiguous`` copies, so ``x`` is unchanged;
+  thunder's returned its input, and the write reached ``x``.
+- ``y = x.t().reshape(-1); y.add_(1)``: eager's reshape copies; thunder treated it as a view of ``x``.
+- An input's strides are not part of the cache key: a later call with a layout for which eager would
+  answer otherwise raises (``view``: eager's own error), never reshapes silently.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+
+_VIEW_ERROR = "view size is not compatible with input tensor's size and stride"
+
+
+def contiguous(step: int) -> torch.Tensor:
+    return torch.arange(6.0).reshape(2, 3) + step
+
+
+def transposed(step: int) -> torch.Tensor:
+    return (torch.arange(6.0).reshape(3, 2) + step).t()
+
+
+PROGRAMS = {
+    "view of a transpose": (lambda x: x.t().view(-1), contiguous),
+    "view of a made-contiguous transpose": (lambda x: x.t().contiguous().view(-1), contiguous),
+    "view of a transposed input": (lambda x: x.view(-1), transposed),
+    "view of the transpose of a transposed input": (lambda x: x.t().view(-1), transposed),
+    "view of the transpose of an intermediate": (lambda x: (x * 2).t().view(-1), contiguous),
+    "view of a column slice": (lambda x: x[:, :2].view(-1), contiguous),
+    "view of a row slice": (lambda x: x[:1].view(-1), contiguous),
+    "view of an expand": (lambda x: x[:1].expand(4, 3).view(12), contiguous),
+    "view after unsqueeze": (lambda x: x.unsqueeze(0).view(3, 2), contiguous),
+    "permute, contiguous, view": (
+        lambda x: x.reshape(1, 2, 3).permute(0, 2, 1).contiguous().view(3, 2),
+        contiguous,
+    ),
+}
+
+
+def _write_through_contiguous(x):
+    y = x.t().contiguous()
+    y.add_(1)
+    return y
+
+
+def _write_through_reshape(x):
+    y = x.t().reshape(-1)
+    y.add_(1)
+    return y
+
+
+def _write_through_viewing_reshape(x):
+    y = x.reshape(-1)
+    y.add_(1)
+    return y
+
+
+def _read_reshape_after_update(x):
+    y = x.t().reshape(-1)
+    x.add_(1)
+    return y
+
+
+WRITES = [
+    _write_through_contiguous,
+    _write_through_reshape,
+    _write_through_viewing_reshape,
+    _read_reshape_after_update,
+]
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_view_raises_where_eager_raises(name: str) -> None:
+    fn, make = PROGRAMS[name]
+    jitted = thunder.jit(fn)
+    for step in range(3):
+        try:
+            expected = fn(make(step))
+        except RuntimeError as error:
+            assert _VIEW_ERROR in str(error)
+            with pytest.raises(RuntimeError, match=_VIEW_ERROR):
+                jitted(make(step))
+            continue
+        torch.testing.assert_close(jitted(make(step)), expected)
+
+
+@pytest.mark.parametrize("fn", WRITES)
+def test_writes_reach_the_input_only_through_eager_views(fn) -> None:
+    jitted = thunder.jit(fn)
+    for step in range(3):
+        x, expected_x = contiguous(step), contiguous(step)
+        torch.testing.assert_close(jitted(x), fn(expected_x))
+        torch.testing.assert_close(x, expected_x)
+
+
+def test_a_later_call_with_another_layout_is_not_reshaped_silently() -> None:
+    jitted = thunder.jit(lambda x: x.view(-1) * 2)
+    torch.testing.assert_close(jitted(contiguous(0)), contiguous(0).view(-1) * 2)
+    with pytest.raises(RuntimeError, match=_VIEW_ERROR):
+        jitted(transposed(0))
+    viewable = torch.arange(3.0).reshape(1, 3).expand(2, 3)[:1]  # not contiguous, yet viewable
+    torch.testing.assert_close(jitted(viewable), viewable.view(-1) * 2)
+
+
+def test_a_later_call_where_contiguous_would_not_copy_is_refused() -> None:
+    jitted = thunder.jit(_write_through_contiguous)
+    x = contiguous(0)
+    jitted(x)
+    torch.testing.assert_close(x, contiguous(0))
+    with pytest.raises(RuntimeError, match="compiled this program for a contiguous input"):
+        jitted(transposed(0))
+
+
+def test_the_check_prints_in_the_trace() -> None:
+    jitted = thunder.jit(lambda x: x.t().view(3, 2) if False else x.view(-1))
+    jitted(contiguous(0))
+    assert "layouts.check(x" in str(thunder.last_traces(jitted)[-1])
