@@ -7,5 +7,5 @@ SITE=$(mktemp -d)
 if [ -f .nvf/nvfuser_torch211_site.tar.xz ]; then
   python3 -c "import tarfile,sys; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='fully_trusted')" .nvf/nvfuser_torch211_site.tar.xz "$SITE"
 fi
-export PYTHONPATH=$SITE:packages/thunder-core/src:packages/thunder-interpreter/src:packages/thunder-executors/src:packages/thunder-dynamo/src:src
+export PYTHONPATH=$SITE:$PWD/packages/thunder-core/src:$PWD/packages/thunder-interpreter/src:$PWD/packages/thunder-executors/src:$PWD/packages/thunder-dynamo/src:$PWD/src  # absolute: tests start subprocesses elsewhere
 nvidia-smi --query-gpu=name --format=csv,noheader | tee "$OUT/gpu.txt"

@@ -31,13 +31,21 @@ __all__ = ["Epilogue", "EpilogueBuilder"]
 
 
 class Epilogue:
-    """A compiled epilogue: ``epilogue(args, kwargs, (output, values))`` replays, returns ``output``."""
+    """A compiled epilogue: ``epilogue(args, kwargs, (output, values))`` replays, returns ``output``.
+
+    ``before(args, kwargs)``, where not None, runs before the computation: it drops the references the
+    epilogue is bound to overwrite (``p.grad`` of a program that set it anew: eager's
+    ``zero_grad(set_to_none=True)`` frees the old gradients when the step begins, and a CUDA graph's
+    lent outputs are then no longer held when it replays). The computation's inputs are fetched by
+    then, so it sees nothing of this.
+    """
 
     def __init__(self, source: str, constants: dict[str, Any]):
         self.source = source
         namespace = dict(constants)
         exec(compile(source, "thunder.epilogue", "exec"), namespace)
         self._function: Callable = namespace["epilogue"]
+        self.before: Callable[[tuple, dict], None] | None = namespace.get("before")
 
     def __call__(self, args: tuple, kwargs: dict, result: Any) -> Any:
         return self._function(args, kwargs, result)
@@ -62,6 +70,7 @@ class EpilogueBuilder:
         self._fetches: list[str] = []
         self._fetched: dict[int, str] = {}  # id(source) -> local name
         self._statements: list[str] = []
+        self._before: list[str] = []  # fetches and statements of ``before`` (run before the computation)
 
     def constant(self, obj: Any) -> str:
         """A name for ``obj`` in the epilogue (a literal for exact ints and strings)."""
@@ -104,6 +113,13 @@ class EpilogueBuilder:
     def statement(self, line: str) -> None:
         self._statements.append(line)
 
+    def before(self, source: Source, attribute: str) -> None:
+        """Set ``attribute`` of the object at ``source`` to None before the computation runs (an
+        attribute the epilogue overwrites, whose old value the program dropped)."""
+        name = f"early{len(self._before)}"
+        self._before.append(f"{name} = {source.expression(self.constant)}")
+        self._before.append(f"{name}.{attribute} = None")
+
     def finish(self) -> Epilogue | None:
         if not self._statements:
             return None
@@ -114,5 +130,11 @@ class EpilogueBuilder:
             *(f"  {line}" for line in self._fetches + self._statements),
             "  return output",
         ]
+        if self._before:
+            lines += [
+                "",
+                "# Run before the computation: references the epilogue overwrites, dropped as eager drops them",
+                "def before(args, kwargs):",
+                *(f"  {line}" for line in self._before),
+            ]
         return Epilogue("\n".join(lines) + "\n", self._constants)
-

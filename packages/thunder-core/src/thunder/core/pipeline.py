@@ -389,9 +389,12 @@ class JittedFunction:
                     raise error  # 3.10's bare raise would restore the traceback it caught
                 raise  # 3.11+: re-raised without an entry for this frame either
         entry, inputs = found
-        if entry.epilogue is None:
+        epilogue = entry.epilogue
+        if epilogue is None:
             return entry.computation(*inputs)
-        return entry.epilogue(args, kwargs, entry.computation(*inputs))
+        if epilogue.before is not None:
+            epilogue.before(args, kwargs)
+        return epilogue(args, kwargs, entry.computation(*inputs))
 
     def _lookup(self, args: tuple, kwargs: dict) -> tuple[CacheEntry, Any] | None:
         """The newest entry whose prologue accepts the call, and the inputs it fetched."""

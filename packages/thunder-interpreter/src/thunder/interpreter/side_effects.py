@@ -245,8 +245,9 @@ class _EpilogueWriter:
                     self._originals.setdefault(id(write.before[key]), (write, key))
         for source, how, gradient in self.effects._gradients:
             target, value = self.builder.fetch(source), self._value(gradient)
-            if how == "assign":
+            if how == "assign":  # the program set .grad anew: the old gradient is dropped first
                 self.builder.statement(f"{target}.grad = {value}")
+                self.builder.before(source, "grad")
             else:  # eager's AccumulateGrad
                 self.builder.statement(f"if {target}.grad is None: {target}.grad = {value}")
                 self.builder.statement(f"else: {target}.grad.add_({value})")
