@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
+import operator
 from typing import Any
 
 import torch
@@ -17,7 +18,16 @@ import torch
 from thunder.core import dtypes, symbolic_shapes
 from thunder.core.prologue_fetches import hoist_repeated_fetches
 from thunder.core.proxies import NumberProxy, TensorProxy
-from thunder.core.sources import KeysSource, Source
+from thunder.core.sources import (
+    ArgumentSource,
+    CallSource,
+    HasAttributeSource,
+    KeysSource,
+    KeywordSource,
+    LengthSource,
+    Source,
+    TypeSource,
+)
 from thunder.core.symbol import RETURN, BoundSymbol, Symbol
 from thunder.core.trace import Trace, from_trace, tracectx
 
@@ -107,7 +117,7 @@ def _print_unpack(bound_symbol: BoundSymbol) -> list[str]:
 CHECKED = "_checked"
 # Builtins the printed checks call: a proxy or local of the same name would shadow them.
 _BUILTINS_USED = ("type", "len", "tuple", "list", "dict", "int", "float", "str", "hasattr", "getattr",
-                  "isinstance")  # fmt: skip
+                  "isinstance", "all", "map")  # fmt: skip
 
 
 def _print_check_value(bound_symbol: BoundSymbol) -> list[str]:
@@ -115,28 +125,56 @@ def _print_check_value(bound_symbol: BoundSymbol) -> list[str]:
     # check_value costs twice the comparison. ``True``, ``False`` and ``None`` are singletons, so
     # identity is their type and value at once; other literals compare type, then value.
     expression, expected_source, *shown = bound_symbol.args
+    same = bound_symbol.kwargs.get("same")  # the object traced, bound by name (add_value_guard)
     if len(shown) == 2:  # a value bound by name and its type's name ("": compared by identity)
         shown_text, type_name = shown
         if not type_name:
             return [f"if {expression} is not {expected_source}: raise GuardFailure  # {shown_text}"]
-        return [
-            f"if type({CHECKED} := {expression}) is not {type_name} or {CHECKED} != {expected_source}: "
-            f"raise GuardFailure  # {shown_text}"
-        ]
+        test = _typed_test(expression, type_name, expected_source, same)
+        return [f"if {test}: raise GuardFailure  # {shown_text}"]
     if shown:  # a value bound by name that may hold a NaN: check_value equates NaN with NaN
         return [f"check_value({expression}, {expected_source})  # {shown[0]}"]
     if expected_source in ("True", "False", "None"):
         return [f"if {expression} is not {expected_source}: raise GuardFailure"]
     type_name = type(ast.literal_eval(expected_source)).__name__
-    return [
-        f"if type({CHECKED} := {expression}) is not {type_name} or {CHECKED} != {expected_source}: "
-        "raise GuardFailure"
-    ]
+    return [f"if {_typed_test(expression, type_name, expected_source, same)}: raise GuardFailure"]
+
+
+def _typed_test(expression: str, type_name: str, expected_source: str, same: str | None) -> str:
+    """The condition failing a value check: another type, or another value; with ``same``, the
+    object traced itself passes first (one ``is``, not a call of ``type`` and a comparison)."""
+    if same is None:
+        return f"type({CHECKED} := {expression}) is not {type_name} or {CHECKED} != {expected_source}"
+    return (
+        f"({CHECKED} := {expression}) is not {same} and "
+        f"(type({CHECKED}) is not {type_name} or {CHECKED} != {expected_source})"
+    )
+
+
+# Values of these exact types pass a value check when they are the very object traced: none can be
+# changed in place or made another type (``__class__`` of an int, a str, ... cannot be assigned), and
+# each is equal to itself (a float only if finite: NaN is compared by check_value).
+_SAME_OBJECT_PASSES = (int, float, str, bytes, torch.device)
+
+
+def _passed_by_the_call(source: Source) -> bool:
+    """An argument itself (``args[1]``, ``len(args)``): a new object on most calls, so the shortcut
+    would cost an ``is`` and save nothing. What is read through one (``kwargs['cache'].device``) is
+    the program's state, the same object from call to call."""
+    while isinstance(source, (LengthSource, KeysSource, TypeSource, HasAttributeSource)):
+        source = source.base
+    return isinstance(source, (ArgumentSource, KeywordSource, CallSource))
 
 
 def _print_check_keys(bound_symbol: BoundSymbol) -> list[str]:
-    expression, expected_name, shown = bound_symbol.args
-    return [f"check_keys({expression}, {expected_name})  # {shown}"]
+    # The keys as they were, the same objects in the same order, pass at C speed (``is_`` is
+    # ``operator.is_``); anything else goes to ``check_keys``, which compares strings and ints by value
+    # and raises if they differ (39 environment variables' keys: 1.5 us a call in check_keys' loop).
+    expression, expected_name, shown, count = bound_symbol.args
+    return [
+        f"if len({CHECKED} := {expression}) != {count} or not all(map(is_, {CHECKED}, {expected_name})): "
+        f"check_keys(tuple({CHECKED}), {expected_name})  # {shown}"
+    ]
 
 
 CHECK_KEYS = Symbol(name="check_keys", id="prologue.check_keys", meta=lambda *args: None,
@@ -417,6 +455,7 @@ class PrologueBuilder:
             check_tensor=check_tensor,
             check_identity=check_identity,
             check_keys=check_keys,
+            is_=operator.is_,
             torch=torch,
             Tensor=torch.Tensor,
             GuardFailure=GuardFailure,
@@ -548,15 +587,17 @@ class PrologueBuilder:
         # Numbers, strings and None are spelled as literals; other values (dtypes, sizes, slices) are
         # bound by name, so that a call does not build them again, and shown in a comment.
         literal = type(value) in (bool, int, float, str, type(None)) and _finite(value)
+        same = type(value) in _SAME_OBJECT_PASSES and _finite(value) and not _passed_by_the_call(source)
         if literal:
-            self._record(BoundSymbol(CHECK_VALUE, (expression, repr(value))))
+            kwargs = {"same": self._constant_name(value)} if same else {}
+            self._record(BoundSymbol(CHECK_VALUE, (expression, repr(value)), kwargs))
             return
         args = (expression, self._constant_name(value), shown_value(value))
         if type(value) is torch.dtype:  # one object per dtype: equal is identical
             args += ("",)
         elif _reflexive(value):  # inline, as a literal; check_value equates NaN with NaN
             args += (self._constant_name(type(value)),)
-        self._record(BoundSymbol(CHECK_VALUE, args))
+        self._record(BoundSymbol(CHECK_VALUE, args, {"same": args[1]} if same and len(args) == 4 else {}))
 
     def add_alias_guard(self, source: Source, first_source: Source) -> None:
         """Specialize on two paths reaching one object (``f(s, s)``): the trace read it as one."""
@@ -596,11 +637,8 @@ class PrologueBuilder:
         else:
             self._record(BoundSymbol(CHECK_CONTAINER, (expression, type_name, "type", None)))
             keys = tuple(value)
-            self._record(
-                BoundSymbol(
-                    CHECK_KEYS, (f"tuple({expression})", self._constant_name(keys), shown_value(keys))
-                )
-            )
+            arguments = (expression, self._constant_name(keys), shown_value(keys), len(keys))
+            self._record(BoundSymbol(CHECK_KEYS, arguments))
 
     def add_number(self, value: int | float, source: Source, name: str | None = None) -> NumberProxy:
         """The computation input standing for a Python number (``cache="symbolic values"``).
@@ -648,7 +686,8 @@ class PrologueBuilder:
 
     def finish(self) -> Trace:
         expression_index = {
-            UNPACK: 0, CHECK_VALUE: 0, CHECK_IDENTITY: 0, CHECK_EMPTY: 0, CHECK_KEYS: 0, CHECK_CONTAINER: 0, CHECK_SAME: 0
+            UNPACK: (0,), CHECK_VALUE: (0,), CHECK_IDENTITY: (0,), CHECK_EMPTY: (0,), CHECK_KEYS: (0,),
+            CHECK_CONTAINER: (0,), CHECK_SAME: (0, 1),
         }  # fmt: skip
         self.prologue.bound_symbols[:] = _merge_empty_checks(
             hoist_repeated_fetches(self.prologue.bound_symbols, expression_index, self._fetch_name)

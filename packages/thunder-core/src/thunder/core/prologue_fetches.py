@@ -7,8 +7,10 @@ bound symbols so that every fetch (an attribute, ``getattr`` with a literal name
 with a literal key) that occurs more than once is bound by a ``HOIST`` line just before its first use
 and read from that local afterwards. ``args[0]`` and ``kwargs['cache']`` are left as they are (no
 cheaper as a local), but what is read through them is bound: ``kwargs['cache'].layers`` was
-fetched again by every layer's checks. The values are the same: no user code runs between the
-checks of one call, and a fetch that raises still makes the call's prologue fail.
+fetched again by every layer's checks. So is a global read from a module's namespace
+(``_constant129['os']``) and what is read through it: the check of each of 40 environment variables
+read ``_constant129['os'].environ._data`` again. The values are the same: no user code runs between
+the checks of one call, and a fetch that raises still makes the call's prologue fail.
 """
 
 from __future__ import annotations
@@ -61,12 +63,12 @@ def _fetch_key(node: ast.AST) -> tuple | None:
     if isinstance(node, ast.Attribute):
         base = _base_key(node.value)
         return None if base is None else ("attribute", base, node.attr)
-    if isinstance(node, ast.Subscript):  # args[0] is as cheap as a local: only subscripts of fetches
+    if isinstance(node, ast.Subscript):  # args[0] is as cheap as a local; a global's dict is not
         constant = _constant(node.slice)
         if constant is None or _is_argument(node):
             return None
         base = _base_key(node.value)
-        return None if base is None or base[0] in ("name", "argument") else ("subscript", base, constant)
+        return None if base is None or base[0] == "argument" else ("subscript", base, constant)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
         if len(node.args) != 2 or node.keywords or not isinstance(node.args[1], ast.Constant):
             return None
@@ -105,19 +107,22 @@ class _Replace(ast.NodeTransformer):
 
 
 def hoist_repeated_fetches(
-    bound_symbols: list[BoundSymbol], expression_index: dict[Symbol, int], new_name: Callable[[], str]
+    bound_symbols: list[BoundSymbol],
+    expression_index: dict[Symbol, tuple[int, ...]],
+    new_name: Callable[[], str],
 ) -> list[BoundSymbol]:
     """``bound_symbols`` with repeated fetches bound once (see the module docstring).
 
-    ``expression_index`` says, per symbol whose argument is a Python expression, which argument.
+    ``expression_index`` says, per symbol whose arguments include Python expressions, which arguments
+    (``check_same`` compares two: ``_fetched6.config is _fetched4``, not ``is _constant13.config``).
     """
-    trees: list[ast.AST | None] = []
+    trees: list[list[ast.AST]] = []
     counts: Counter[tuple] = Counter()
     for b in bound_symbols:
-        index = expression_index.get(b.symbol)
-        tree = ast.parse(b.args[index], mode="eval").body if index is not None else None
-        trees.append(tree)
-        if tree is not None:
+        indices = expression_index.get(b.symbol, ())
+        expressions = [ast.parse(b.args[index], mode="eval").body for index in indices]
+        trees.append(expressions)
+        for tree in expressions:
             for node in ast.walk(tree):
                 key = _base_key(node)
                 if key is not None and key[0] not in ("name", "argument"):
@@ -128,14 +133,14 @@ def hoist_repeated_fetches(
         return bound_symbols
     bound: dict[tuple, str] = {}
     result: list[BoundSymbol] = []
-    for b, tree in zip(bound_symbols, trees):
-        if tree is None:
+    for b, expressions in zip(bound_symbols, trees):
+        if not expressions:
             result.append(b)
             continue
-        replace = _Replace(repeated, bound, new_name)
-        rewritten = replace.visit(tree)
-        result.extend(BoundSymbol(HOIST, (local, expression)) for local, expression in replace.hoisted)
-        index = expression_index[b.symbol]
-        args = (*b.args[:index], ast.unparse(rewritten), *b.args[index + 1 :])
-        result.append(b.replace(args=args))
+        args = list(b.args)
+        for index, tree in zip(expression_index[b.symbol], expressions):
+            replace = _Replace(repeated, bound, new_name)
+            args[index] = ast.unparse(replace.visit(tree))
+            result.extend(BoundSymbol(HOIST, (local, expression)) for local, expression in replace.hoisted)
+        result.append(b.replace(args=tuple(args)))
     return result
