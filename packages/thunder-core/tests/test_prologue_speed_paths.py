@@ -160,3 +160,19 @@ def test_an_alias_check_binds_its_second_side_once() -> None:
     root.first = Holder()
     root.first.config = config
     assert not _passes(prologue)
+
+
+def test_the_keys_are_the_ones_iteration_gives_whatever_len_says() -> None:
+    class Key:
+        pass
+
+    class Lying(dict):  # a dict subclass whose len disagrees with its keys
+        def __len__(self) -> int:
+            return 2
+
+    first = Key()
+    table = Lying({first: 1, "name": 2})
+    prologue, _ = _prologue([("container", table, ConstantSource(table))])
+    assert _passes(prologue)
+    table["more"] = 3  # len still says 2; the first two keys are the same objects
+    assert not _passes(prologue)
