@@ -2,12 +2,15 @@
 
 It claims ``ltorch.linear`` and ``ltorch.linears`` (several weights of one input, grouped by
 ``core/transforms/group_linears.py``) when the input has one row and every tensor is a CUDA tensor
-of float32, float16 or bfloat16 (or a CPU tensor under ``TRITON_INTERPRET=1``). The kernel is
-``triton/gemv.py``; why it beats cuBLAS there is written at its top. It is a default executor on
+of float32, float16 or bfloat16 (or a CPU tensor under ``TRITON_INTERPRET=1``), and
+``ltorch.rms_norm_linears`` (an RMS norm folded into the linears reading it, by
+``core/transforms/fold_rms_norms.py``) when its norm weight is also of the input's dtype. The kernel
+is ``triton/gemv.py``; why it beats cuBLAS there is written at its top. It is a default executor on
 machines with a CUDA device and Triton (``core/executor.py``), listed before torch.
 
 At run time a weight that is not contiguous, or a group whose weights differ in dtype or device,
-runs through ``torch.nn.functional.linear`` instead: the checks cost less than a launch.
+runs through ``torch.nn.functional.linear`` instead (after the norm in eager's ops, for a folded
+norm): the checks cost less than a launch.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from thunder.core import dtypes
 from thunder.core.executor import OperatorExecutor, register_executor, to_torch_arguments
 from thunder.core.proxies import TensorProxy
 from thunder.core.transforms.group_linears import MAX_GROUP
+from thunder.torch.norm_linears import RMS_NORM_STYLES
 
-__all__ = ["executor", "GemvExecutor", "linear", "linears"]
+__all__ = ["executor", "GemvExecutor", "linear", "linears", "rms_norm_linears"]
 
 _DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 
@@ -90,12 +94,80 @@ def linears(
     return tuple(_run(x, weights, biases))
 
 
+def rms_norm_linears(
+    x: torch.Tensor,
+    norm_weight: torch.Tensor,
+    eps: float,
+    weights: Sequence[torch.Tensor],
+    biases: Sequence[torch.Tensor | None],
+    style: str = "llama",
+    addend: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, ...]:
+    return tuple(_run_normed(x, (norm_weight, eps, style, addend), weights, biases))
+
+
+def _run_normed(
+    x: torch.Tensor,
+    norm: tuple[torch.Tensor, float, str, torch.Tensor | None],
+    weights: Sequence[torch.Tensor],
+    biases: Sequence[torch.Tensor | None],
+) -> list[torch.Tensor]:
+    norm_weight, eps, style, addend = norm
+    contiguous = norm_weight.is_contiguous() and all(w.is_contiguous() for w in weights)
+    if contiguous and all(b is None or b.is_contiguous() for b in biases):
+        from thunder.executors.triton.gemv import rms_norm_gemv
+
+        return rms_norm_gemv(x, norm_weight, eps, weights, biases, style, addend)
+    total = x if addend is None else x + addend
+    normed = _rms_norm(total, norm_weight, eps, style)
+    outputs = [F.linear(normed, w, b) for w, b in zip(weights, biases)]
+    return outputs if addend is None else [*outputs, total]
+
+
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, style: str) -> torch.Tensor:
+    """Eager's ops of ``thunder/torch/norm_linears.py``'s norm."""
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    if style == "gemma":
+        return (h * (1.0 + weight.float())).to(x.dtype)
+    return weight * h.to(x.dtype)
+
+
 def _linear_fits(x: object, weight: object, bias: object = None) -> bool:
     return _fits(x, (weight,), (bias,))
 
 
 def _linears_fit(x: object, weights: Sequence[object], biases: Sequence[object]) -> bool:
     return 1 <= len(weights) <= MAX_GROUP and len(biases) == len(weights) and _fits(x, weights, biases)
+
+
+def _rms_norm_linears_fit(
+    x: object,
+    norm_weight: object,
+    eps: object,
+    weights: Sequence[object],
+    biases: Sequence[object],
+    style: object = "llama",
+    addend: object = None,
+) -> bool:
+    """Also: a Python number ``eps``, a norm weight of shape ``(K,)`` and an addend of ``x``'s shape,
+    both of ``x``'s dtype and device."""
+    if style not in RMS_NORM_STYLES or type(eps) not in (int, float) or not _linears_fit(x, weights, biases):
+        return False
+    assert isinstance(x, TensorProxy)
+    if addend is not None and not (
+        isinstance(addend, TensorProxy)
+        and addend.shape == x.shape
+        and addend.dtype == x.dtype
+        and addend.device == x.device
+    ):
+        return False
+    return (
+        isinstance(norm_weight, TensorProxy)
+        and norm_weight.shape == (x.shape[-1],)
+        and norm_weight.dtype == x.dtype
+        and norm_weight.device == x.device
+    )
 
 
 executor.register_implementation(
@@ -107,4 +179,9 @@ executor.register_implementation(
     ltorch.linears,
     executor.register_operator("gemv_linears", fn=linears, like=ltorch.linears),
     checker=_linears_fit,
+)
+executor.register_implementation(
+    ltorch.rms_norm_linears,
+    executor.register_operator("gemv_rms_norm_linears", fn=rms_norm_linears, like=ltorch.rms_norm_linears),
+    checker=_rms_norm_linears_fit,
 )

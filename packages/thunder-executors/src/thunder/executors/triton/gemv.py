@@ -12,6 +12,14 @@ Each program owns ``BLOCK_N`` consecutive rows of one weight and walks the reduc
 ``BLOCK_K`` steps. Programs are numbered across the group: the first ``ceil(N0 / BLOCK_N)`` take
 rows of the first weight, and so on. Products accumulate in float32 and are rounded once, as cuBLAS
 does for 16-bit inputs.
+
+``rms_norm_gemv`` multiplies the weights by the RMS-normalized row instead (a Llama layer's norms
+feed its q/k/v and gate/up projections). Every program first reads the whole row (a few KB, from
+L2 after the first program) for its sum of squares, then normalizes each tile of the row as it
+loads it, rounding where Hugging Face's norm rounds (``NORM_STYLES``), so the separate norm kernel
+and the normalized row's write and read are gone. The row can be a residual connection's sum
+``x + a``: every program adds the two rows itself and the first also stores the sum, which the next
+residual connection reads, so the add needs no kernel either.
 """
 
 from __future__ import annotations
@@ -24,12 +32,33 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["gemv", "gemv_config"]
+__all__ = ["gemv", "gemv_config", "rms_norm_gemv", "NORM_STYLES"]
 
 MAX_GROUP = 3
 
+# How the normalized row meets the norm's weight ``g``, with ``r = x.float() * rsqrt(mean(x.float()**2) + eps)``:
+# "llama": ``g * r.to(x.dtype)`` (Llama, Mistral, Qwen, Phi-3: rounded, then multiplied in x's dtype);
+# "gemma": ``(r * (1 + g.float())).to(x.dtype)`` (Gemma 1-3: multiplied in float32, rounded once).
+NORM_STYLES = {"llama": 1, "gemma": 2}
 
-@triton.jit(do_not_specialize=["n0", "n1", "n2", "blocks0", "blocks01"])
+
+@triton.jit
+def _row_tile(x_ptr, a_ptr, ks, K: tl.constexpr, ADD: tl.constexpr, EVEN_K: tl.constexpr):
+    """A tile of the row: ``x``, or ``x + a`` rounded to x's dtype as eager's add rounds it."""
+    if EVEN_K:
+        x = tl.load(x_ptr + ks)
+    else:
+        x = tl.load(x_ptr + ks, mask=ks < K, other=0.0)
+    if ADD:
+        if EVEN_K:
+            a = tl.load(a_ptr + ks)
+        else:
+            a = tl.load(a_ptr + ks, mask=ks < K, other=0.0)
+        x = (x.to(tl.float32) + a.to(tl.float32)).to(x.dtype)
+    return x
+
+
+@triton.jit(do_not_specialize=["n0", "n1", "n2", "blocks0", "blocks01", "eps"])
 def _gemv_kernel(
     x_ptr,
     w0,
@@ -41,14 +70,20 @@ def _gemv_kernel(
     b0,
     b1,
     b2,
+    g_ptr,
+    a_ptr,
+    sum_ptr,
     n0,
     n1,
     n2,
     blocks0,
     blocks01,
+    eps,
     K: tl.constexpr,
     GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr,
+    NORM: tl.constexpr,
+    ADD: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     EVEN_K: tl.constexpr,
@@ -73,23 +108,42 @@ def _gemv_kernel(
             b_ptr = b2
             n = n2
             block = pid - blocks01
+    columns = tl.arange(0, BLOCK_K)
+    rstd = 1.0
+    if NORM > 0:  # the row's reciprocal RMS, in float32 as Hugging Face's norms compute it
+        squares = tl.zeros((BLOCK_K,), dtype=tl.float32)
+        for k in range(0, K, BLOCK_K):
+            x = _row_tile(x_ptr, a_ptr, k + columns, K, ADD, EVEN_K).to(tl.float32)
+            squares += x * x
+        rstd = tl.math.rsqrt(tl.sum(squares, axis=0) / K + eps)
     rows = block * BLOCK_N + tl.arange(0, BLOCK_N)
     row_ok = rows < n
     rows = tl.where(row_ok, rows, 0)  # clamped rows read valid memory; their sums are not stored
-    columns = tl.arange(0, BLOCK_K)
     row_starts = w_ptr + rows.to(tl.int64)[:, None] * K
     acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
         ks = k + columns
+        k_ok = ks < K
+        x = _row_tile(x_ptr, a_ptr, ks, K, ADD, EVEN_K)
         if EVEN_K:
-            x = tl.load(x_ptr + ks)
             w = tl.load(row_starts + ks[None, :], eviction_policy="evict_first")
         else:
-            k_ok = ks < K
-            x = tl.load(x_ptr + ks, mask=k_ok, other=0.0)
             w = tl.load(
                 row_starts + ks[None, :], mask=k_ok[None, :], other=0.0, eviction_policy="evict_first"
             )
+        if ADD:  # every program computes the sum; the first one stores it (the residual reads it later)
+            if pid == 0:
+                tl.store(sum_ptr + ks, x, mask=k_ok)
+        if NORM > 0:
+            if EVEN_K:
+                g = tl.load(g_ptr + ks).to(tl.float32)
+            else:
+                g = tl.load(g_ptr + ks, mask=k_ok, other=0.0).to(tl.float32)
+            normed = x.to(tl.float32) * rstd
+            if NORM == 1:  # rounded to x's dtype, times the weight in x's dtype (rounded again)
+                x = (normed.to(x.dtype).to(tl.float32) * g).to(x.dtype)
+            else:  # times (1 + weight) in float32, rounded once
+                x = (normed * (1.0 + g)).to(x.dtype)
         acc += w.to(tl.float32) * x.to(tl.float32)[None, :]
     y = tl.sum(acc, axis=1)
     if HAS_BIAS:
@@ -139,6 +193,57 @@ def gemv(
     """``[F.linear(x, w, b) for w, b in zip(weights, biases)]`` for ``x`` of one row (shape ``(..., K)``
     with one row in all) and contiguous weights of shape ``(N_i, K)`` (biases all given or all
     None) on ``x``'s device and of its dtype."""
+    return _launch(x, weights, biases, config)
+
+
+def rms_norm_gemv(
+    x: torch.Tensor,
+    norm_weight: torch.Tensor,
+    eps: float,
+    weights: Sequence[torch.Tensor],
+    biases: Sequence[torch.Tensor | None] | None = None,
+    style: str = "llama",
+    addend: torch.Tensor | None = None,
+    config: tuple[int, int, int] | None = None,
+) -> list[torch.Tensor]:
+    """``gemv(rms_norm(x), weights, biases)``, the norm as Hugging Face's ``style`` writes it
+    (``NORM_STYLES``) with the weight ``norm_weight`` of shape ``(K,)`` and ``x``'s dtype, computed
+    by every program of the one launch rather than by a kernel of its own.
+
+    With ``addend`` (of ``x``'s shape and dtype), the norm reads ``x + addend`` (a residual
+    connection's sum), which is returned after the products.
+
+    Example::
+
+        q, k, v = rms_norm_gemv(h, layer.input_layernorm.weight, 1e-6, [wq, wk, wv])
+        gate, up, h = rms_norm_gemv(h, layer.post_attention_layernorm.weight, 1e-6, [wg, wu], addend=attn)
+    """
+    if style not in NORM_STYLES:
+        raise ValueError(f"rms_norm_gemv's style is one of {sorted(NORM_STYLES)}, got {style!r}")
+    if norm_weight.shape != (x.shape[-1],):
+        raise ValueError(f"the norm's weight has shape {tuple(norm_weight.shape)}, not ({x.shape[-1]},)")
+    if addend is not None and (addend.shape != x.shape or addend.dtype != x.dtype):
+        raise ValueError("rms_norm_gemv's addend has the shape and dtype of x")
+    total = None if addend is None else torch.empty_like(x, memory_format=torch.contiguous_format)
+    outputs = _launch(
+        x,
+        weights,
+        biases,
+        config,
+        norm=(norm_weight.contiguous(), float(eps), NORM_STYLES[style]),
+        addend=None if addend is None else (addend.reshape(-1).contiguous(), total),
+    )
+    return outputs if total is None else [*outputs, total]
+
+
+def _launch(
+    x: torch.Tensor,
+    weights: Sequence[torch.Tensor],
+    biases: Sequence[torch.Tensor | None] | None,
+    config: tuple[int, int, int] | None,
+    norm: tuple[torch.Tensor, float, int] | None = None,
+    addend: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> list[torch.Tensor]:
     if not 1 <= len(weights) <= MAX_GROUP:
         raise ValueError(f"gemv takes 1 to {MAX_GROUP} weights, got {len(weights)}")
     biases = biases or (None,) * len(weights)
@@ -154,6 +259,8 @@ def gemv(
     blocks = [-(-n // block_n) for n in sizes]
     missing = MAX_GROUP - len(weights)
     bias_pointers = [x if b is None else b for b in biases]  # no bias: any pointer, never read
+    norm_weight, eps, style = norm or (x, 0.0, 0)  # no norm: never read
+    added, total = addend or (x, x)  # no addend: never read or written
     pointers = [
         x,
         *weights,
@@ -162,9 +269,12 @@ def gemv(
         *[outputs[0]] * missing,
         *bias_pointers,
         *[x] * missing,
+        norm_weight,
+        added,
+        total,
     ]
-    numbers = [*sizes, *[0] * missing, blocks[0], blocks[0] + (blocks[1] if len(blocks) > 1 else 0)]
-    constants = (k, len(weights), has_bias, block_n, block_k, k % block_k == 0)
+    numbers = [*sizes, *[0] * missing, blocks[0], blocks[0] + (blocks[1] if len(blocks) > 1 else 0), eps]
+    constants = (k, len(weights), has_bias, style, addend is not None, block_n, block_k, k % block_k == 0)
     grid = sum(blocks)
     key = _launch_key(pointers, constants, warps)
     kernel = _compiled.get(key)
@@ -191,6 +301,8 @@ def gemv(
         K=k,
         GROUP=len(weights),
         HAS_BIAS=has_bias,
+        NORM=style,
+        ADD=addend is not None,
         BLOCK_N=block_n,
         BLOCK_K=block_k,
         EVEN_K=k % block_k == 0,
