@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import os
 import time
 from collections.abc import Callable
@@ -66,6 +67,7 @@ def _sync(device: str) -> None:
 def _time(step: Callable[[], object], device: str, warmup: int, steps: int) -> tuple[float, float, float | None]:
     """(ms per step, wall seconds of the warm-up steps, peak GiB)."""
     if device == "cuda":
+        gc.collect()  # what the previous system left in reference cycles (its graphs' pools) is not ours
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
     _sync(device)
