@@ -176,6 +176,18 @@ def test_an_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     assert thunder.cache_misses(jitted) == 3
 
 
+def test_a_set_attribute_changed_in_place() -> None:
+    class Gate(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.allowed = {1, 2}
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * 2 if 3 in self.allowed else x * 5
+
+    _check(Gate(), lambda model: model.allowed.add(3), recompiles=True)
+
+
 def test_an_alias_of_two_arguments() -> None:
     def add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return a + b

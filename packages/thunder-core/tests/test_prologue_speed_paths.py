@@ -176,3 +176,17 @@ def test_the_keys_are_the_ones_iteration_gives_whatever_len_says() -> None:
     assert _passes(prologue)
     table["more"] = 3  # len still says 2; the first two keys are the same objects
     assert not _passes(prologue)
+
+
+def test_a_set_changed_in_place_fails_its_check() -> None:
+    """A set is checked by value against a copy: against itself, a change in place would pass."""
+    holder = Holder()
+    holder.allowed = {1, 2}
+    prologue, _ = _prologue([("value", holder.allowed, AttributeSource(ConstantSource(holder), "allowed"))])
+    assert _passes(prologue)
+    holder.allowed.add(3)
+    assert not _passes(prologue)
+    holder.allowed.discard(3)
+    assert _passes(prologue)
+    holder.allowed = frozenset({1, 2})  # equal, another type
+    assert not _passes(prologue)

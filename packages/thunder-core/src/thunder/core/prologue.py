@@ -594,7 +594,10 @@ class PrologueBuilder:
             kwargs = {"same": self._constant_name(value)} if same else {}
             self._record(BoundSymbol(CHECK_VALUE, (expression, repr(value)), kwargs))
             return
-        args = (expression, self._constant_name(value), shown_value(value))
+        # A set is compared with a copy: bound as itself, a set the program changes in place would be
+        # compared with itself and always pass (a stale trace)
+        expected = set(value) if type(value) is set else value
+        args = (expression, self._constant_name(expected), shown_value(value))
         if type(value) is torch.dtype:  # one object per dtype: equal is identical
             args += ("",)
         elif _reflexive(value):  # inline, as a literal; check_value equates NaN with NaN
