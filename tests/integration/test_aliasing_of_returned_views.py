@@ -155,3 +155,18 @@ def test_the_trace_takes_the_view_of_the_input() -> None:
     jitted(torch.zeros(2, 3))
     source = str(thunder.last_traces(jitted)[-1])
     assert "inplace.returned_view(x" in source
+
+
+def test_running_stats_returned_while_the_input_requires_grad() -> None:
+    def step(bn, x):
+        return bn(x), bn.running_mean[:2]
+
+    bn, eager_bn = torch.nn.BatchNorm1d(4), torch.nn.BatchNorm1d(4)
+    jitted = thunder.jit(step)
+    for _ in range(2):
+        x = torch.randn(8, 4, requires_grad=True)
+        (out, mean), (expected_out, expected_mean) = jitted(bn, x), step(eager_bn, x)
+        assert mean.untyped_storage().data_ptr() == bn.running_mean.untyped_storage().data_ptr()
+        assert mean.requires_grad == expected_mean.requires_grad
+        torch.testing.assert_close(mean, expected_mean)
+        out.sum().backward()

@@ -139,3 +139,28 @@ def test_enable_grad_inside_a_no_grad_call_is_refused() -> None:
 
     with torch.no_grad(), pytest.raises(NotImplementedError, match="under torch.enable_grad"):
         thunder.jit(fn)(torch.ones(3, requires_grad=True))
+
+
+def _branch_on_no_grad_flag(x):
+    with torch.no_grad():
+        y = x * 2
+    return x * 3 if y.requires_grad else x * 5
+
+
+def _branch_on_detached_flag(x):
+    y = x.detach() * 2
+    return x * 3 if y.requires_grad else x * 5
+
+
+def _branch_on_type_as_flag(x):
+    y = torch.ones(3).type_as(x)
+    return x * 3 if y.requires_grad else x * 5
+
+
+@pytest.mark.parametrize("fn", [_branch_on_no_grad_flag, _branch_on_detached_flag, _branch_on_type_as_flag])
+def test_the_program_reads_eagers_requires_grad(fn) -> None:
+    """The flag the program reads while tracing is eager's (metas propagated it whatever the grad mode)."""
+    jitted = thunder.jit(fn)
+    for _ in range(2):
+        x = torch.randn(3, requires_grad=True)
+        torch.testing.assert_close(jitted(x), fn(x))

@@ -73,6 +73,7 @@ class Symbol:
             subsymbols = tuple(scope)
         # Recorded under torch.no_grad() in the user's code: autograd treats the outputs as constants.
         grad_enabled = torch.is_grad_enabled()
+        _as_eager_requires_grad(self, args, output, grad_enabled)
         bound_symbol = BoundSymbol(self, args, kwargs, output, subsymbols, grad_enabled)
         trace.record(bound_symbol)
         returns_an_input = isinstance(output, TensorProxy) and any(a is output for a in args)
@@ -113,6 +114,27 @@ def specialize_numbers(x: Any) -> Any:
     from thunder.core import python_ops
 
     return python_ops.specialize_numbers(x)
+
+
+# Tags of symbols whose outputs never require grad in eager: ``detach``, factories reading only metadata.
+_NO_GRAD_TAGS = ("stop_gradient", "reads_metadata")
+
+
+def _as_eager_requires_grad(symbol: Symbol, args: tuple, output: Any, grad_enabled: bool) -> None:
+    """Clear ``requires_grad`` on new outputs that do not require grad in eager (metas propagate it from
+    the inputs whatever the grad mode): made under no_grad, by ``detach``, from metadata only, or by
+    ``x.type_as(y)`` when only ``y`` requires grad. The program reads the flag (``if y.requires_grad``)."""
+    tags = symbol.tags
+    if grad_enabled and tags.isdisjoint(_NO_GRAD_TAGS):
+        if "reads_metadata_of_others" not in tags:
+            return
+        first = args[0] if args else None
+        if isinstance(first, TensorProxy) and first.requires_grad:
+            return
+    inputs = {id(a) for a in tree_leaves(args)}
+    for proxy in tree_leaves(output):
+        if isinstance(proxy, TensorProxy) and proxy.requires_grad and id(proxy) not in inputs:
+            proxy.requires_grad = False
 
 
 def _adopter(adopt: Callable[[Any], Proxy], name: str) -> Callable[[Any], Any]:
