@@ -166,6 +166,7 @@ def test_running_stats_returned_while_the_input_requires_grad() -> None:
     for _ in range(2):
         x = torch.randn(8, 4, requires_grad=True)
         (out, mean), (expected_out, expected_mean) = jitted(bn, x), step(eager_bn, x)
+        torch.testing.assert_close(out, expected_out)
         assert mean.untyped_storage().data_ptr() == bn.running_mean.untyped_storage().data_ptr()
         assert mean.requires_grad == expected_mean.requires_grad
         torch.testing.assert_close(mean, expected_mean)

@@ -303,7 +303,7 @@ class Mutations:
         user = _unique_tensor_proxies(user_arguments)
         if len(resolved) != 1 or len(user) != 1 or not is_view_symbol(bound_symbol.symbol):
             return
-        if _copies_in_eager(bound_symbol, resolved[0]):
+        if _copies_in_eager(bound_symbol, user[0]):
             return
         source = self._alias(user[0])
         generation = self.roots[source.root].generation
@@ -346,7 +346,8 @@ class Mutations:
 
 
 def _copies_in_eager(bound_symbol: BoundSymbol, source: TensorProxy) -> bool:
-    """A reshape (flatten, ravel) that eager computes as a copy for the layout of ``source``
+    """A reshape (flatten, ravel) that eager computes as a copy for the layout of ``source`` (the tensor
+    the user's code holds)
     (``x.t().reshape(-1)``): its result is a tensor of its own, not a view (core/layouts.py)."""
     symbol, output = bound_symbol.symbol, bound_symbol.output
     if symbol.module != "ltorch" or symbol.name not in ("reshape", "flatten", "ravel"):

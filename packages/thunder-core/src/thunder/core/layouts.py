@@ -37,11 +37,14 @@ class _Chains:
         self.scanned = 0
         self.chains: dict[str, tuple[TensorProxy, tuple]] = {}
 
-    def of(self, trace: Trace, proxy: TensorProxy) -> tuple[TensorProxy, tuple] | None:
+    def of(self, trace: Trace, proxy: TensorProxy) -> tuple[TensorProxy, tuple]:
         for bound_symbol in trace.bound_symbols[self.scanned :]:
             self._note(bound_symbol)
         self.scanned = len(trace.bound_symbols)
-        return self.chains.get(proxy.name, (proxy, ()))
+        name = _held_name(trace, proxy)
+        roots = trace.mutations.roots if trace.mutations is not None else {}
+        held = roots[name].proxy if name in roots else proxy  # an updated input is still that input
+        return self.chains.get(name, (held, ()))
 
     def _note(self, bound_symbol: BoundSymbol) -> None:
         if not is_view_symbol(bound_symbol.symbol) or not bound_symbol.args:
@@ -57,6 +60,19 @@ class _Chains:
 
 
 _chains: weakref.WeakKeyDictionary[Trace, _Chains] = weakref.WeakKeyDictionary()
+
+
+def _held_name(trace: Trace, proxy: TensorProxy) -> str:
+    """The name of the tensor the user's code holds whose current value ``proxy`` is: after an in-place
+    update a value is made by write-backs (``core/inplace.py``: a transpose of a slice write, for a
+    write through ``y.t()[::2]``), whose chain is not the layout of the tensor it stands for."""
+    mutations = trace.mutations
+    if mutations is None:
+        return proxy.name
+    for name, alias in mutations.aliases.items():
+        if alias.value is proxy and alias.generation == mutations.roots[alias.root].generation:
+            return name
+    return proxy.name
 
 
 def _eager_tensor(trace: Trace, proxy: TensorProxy) -> tuple[torch.Tensor, TensorProxy, tuple] | None:
