@@ -67,7 +67,15 @@ def _read_reshape_after_update(x):
     return y
 
 
+def _write_through_a_transposed_slice_then_reshape(x):
+    y = x + 0
+    y.t()[::2, 1:].mul_(-1)  # y's new value is made by write-backs through a transpose
+    y.reshape(-1)[3:5].fill_(9.0)
+    return y.view(-1), y.t().contiguous()
+
+
 WRITES = [
+    _write_through_a_transposed_slice_then_reshape,
     _write_through_contiguous,
     _write_through_reshape,
     _write_through_viewing_reshape,
