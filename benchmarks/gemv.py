@@ -4,6 +4,11 @@ GEMV, single and grouped, for the weight shapes of the inference benchmark's mod
 Weights are rotated over copies that together exceed the L2 cache, and every variant is timed as
 CUDA-graph replays of a run over all copies, as a decode step replays them. Prints achieved GB/s
 (weights + activations read, outputs written) and, with ``--sweep``, the best Triton configuration.
+
+``--norm`` times a Llama layer's residual add and RMS norm before the projections that read the
+norm (q/k/v, gate/up, the head) instead: one fused add+norm kernel (torch.compile's, as nvFuser's
+region is in thunder's trace without the fold) then the GEMV, against ``rms_norm_gemv`` (the add
+and the norm folded into the GEMV's launch, ``core/transforms/fold_rms_norms.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import torch
 import torch.nn.functional as F
 import triton
 
-from thunder.executors.triton.gemv import gemv, gemv_config
+from thunder.executors.triton.gemv import gemv, gemv_config, rms_norm_gemv
 
 SHAPES = {  # name: (K, [N, ...]) ; several N: one grouped launch against one F.linear each
     "tinyllama q": (2048, [2048]),
@@ -105,15 +110,81 @@ def host_time(dtype: torch.dtype, calls: int = 2000) -> None:
         print(f"host {name:16} {best:6.1f} us/call")
 
 
+NORM_SHAPES = ["tinyllama qkv", "tinyllama gate+up", "tinyllama head", "8b qkv", "8b gate+up", "8b head"]
+
+
+def add_rms_norm(x: torch.Tensor, addend: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
+    """A residual connection's add, then ``LlamaRMSNorm``, as transformers writes them."""
+    h = x + addend
+    normed = h.to(torch.float32)
+    normed = normed * torch.rsqrt(normed.pow(2).mean(-1, keepdim=True) + eps)
+    return h, weight * normed.to(h.dtype)
+
+
+def norm_rows(dtype: torch.dtype, shapes: list[str]) -> None:
+    """Add + RMS norm + GEMV as two launches (a compiled add+norm kernel, then the GEMV) against one."""
+    fused_norm = torch.compile(add_rms_norm, dynamic=False, fullgraph=True)
+    rows = []
+    for name in shapes:
+        k, ns = SHAPES[name]
+        group_bytes = sum(n * k for n in ns) * dtype.itemsize
+        copies = max(2, min(64, (512 << 20) // group_bytes))
+        sets = [[torch.randn(n, k, device="cuda", dtype=dtype) / k**0.5 for n in ns] for _ in range(copies)]
+        x, addend = (torch.randn(1, 1, k, device="cuda", dtype=dtype) for _ in range(2))
+        g = 1 + 0.1 * torch.randn(k, device="cuda", dtype=dtype)
+
+        def two_launches() -> None:
+            for weights in sets:
+                _, normed = fused_norm(x, addend, g)
+                gemv(normed, weights)
+
+        def eager_norm() -> None:
+            for weights in sets:
+                _, normed = add_rms_norm(x, addend, g)
+                gemv(normed, weights)
+
+        def one_launch() -> None:
+            for weights in sets:
+                rms_norm_gemv(x, g, 1e-6, weights, addend=addend)
+
+        h, normed = add_rms_norm(x, addend, g)
+        *products, total = rms_norm_gemv(x, g, 1e-6, sets[0], addend=addend)
+        error = max(
+            ((p.double() - F.linear(normed, w).double()).norm() / F.linear(normed, w).double().norm()).item()
+            for p, w in zip(products, sets[0])
+        )
+        assert torch.equal(total, h) or not x.is_cuda  # Triton's interpreter truncates bfloat16 sums
+        times = [time_graph(run, copies) for run in (eager_norm, two_launches, one_launch)]
+        gemv_alone = time_graph(lambda: [gemv(normed, weights) for weights in sets], copies)
+        rows.append((name, *times, gemv_alone, error))
+        print(rows[-1], flush=True)
+    print(
+        f"\n{'shape':20} {'eager norm+gemv us':>18} {'compiled norm+gemv us':>21} {'folded us':>9} "
+        f"{'gemv alone us':>13} {'saved us':>8} rel.err vs eager"
+    )
+    for name, eager, two, one, alone, error in rows:
+        print(f"{name:20} {eager:18.2f} {two:21.2f} {one:9.2f} {alone:13.2f} {two - one:8.2f} {error:.1e}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--host", action="store_true", help="only the host's time per launch, no graphs")
+    parser.add_argument(
+        "--norm",
+        action="store_true",
+        help="residual add + RMS norm + GEMV: two launches against one (folded)",
+    )
     args = parser.parse_args()
     if args.host:
         host_time(getattr(torch, args.dtype))
+        return
+    if args.norm:
+        print(f"{torch.cuda.get_device_name()}, {args.dtype}")
+        shapes = NORM_SHAPES if args.shapes == ",".join(SHAPES) else args.shapes.split(",")
+        norm_rows(getattr(torch, args.dtype), shapes)
         return
     dtype = getattr(torch, args.dtype)
     print(f"{torch.cuda.get_device_name()}: device copy {copy_bandwidth():.0f} GB/s (read + write)")

@@ -109,7 +109,6 @@ def _gemv_kernel(
             n = n2
             block = pid - blocks01
     columns = tl.arange(0, BLOCK_K)
-    rstd = 1.0
     if NORM > 0:  # the row's reciprocal RMS, in float32 as Hugging Face's norms compute it
         squares = tl.zeros((BLOCK_K,), dtype=tl.float32)
         for k in range(0, K, BLOCK_K):
