@@ -50,3 +50,9 @@ def test_a_number_read_from_a_tensor_used_as_a_value_is_refused() -> None:
         thunder.jit(lambda x: x * 2 if float(x.sum()) > 0 else x)(torch.ones(3))
     with pytest.raises(DataDependentError, match=r"float\(Tensor\)"):
         thunder.jit(lambda x: x * float(x.sum()))(torch.ones(3))
+
+
+def test_int_of_a_tensor_raises_the_data_dependence_error() -> None:
+    with pytest.raises(DataDependentError, match=r"int\(Tensor\)"):
+        thunder.jit(lambda x: x * int(x.sum()))(torch.ones(3))
+    assert thunder.jit(lambda x, n: x * int(n))(torch.ones(3), 2.0).tolist() == [2.0, 2.0, 2.0]

@@ -15,7 +15,7 @@ import torch
 from thunder.core import dtypes
 from thunder.core.proxies import TensorProxy, reads_data_error
 
-__all__ = ["TensorNumber", "float_of", "tensor_of"]
+__all__ = ["TensorNumber", "float_of", "int_of", "tensor_of"]
 
 
 def _operand(value: Any) -> Any:
@@ -90,6 +90,13 @@ def float_of(value: Any = 0.0) -> Any:
 
     with torch.no_grad():
         return TensorNumber(to_dtype(shape.reshape(value, ()), dtypes.float64))
+
+
+def int_of(value: Any = 0, *args: Any) -> Any:
+    """``int(value)`` as the frontend calls it: a tensor's value is data the trace does not have."""
+    if isinstance(value, TensorProxy):
+        raise reads_data_error("int(Tensor)")
+    return int(value, *args)
 
 
 def tensor_of(value: Any) -> Any:

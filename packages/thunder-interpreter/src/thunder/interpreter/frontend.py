@@ -55,7 +55,7 @@ from thunder.interpreter.trace_time_effects import TraceTimeEffects
 from thunder.interpreter.vm import InterpreterError, InterpreterHooks, interpret
 from thunder.interpreter.vm.calls import hashable
 from thunder.torch.inplace import torch_lookaside
-from thunder.torch.tensor_numbers import float_of
+from thunder.torch.tensor_numbers import float_of, int_of
 
 __all__ = ["interpreter_frontend", "InterpreterEvent", "UnsupportedTorchFunctionError"]
 
@@ -244,6 +244,8 @@ class TracingHooks(InterpreterHooks):
             return replacement
         if fn is float:  # float(t) of a tensor: a number kept in the trace (thunder/torch/tensor_numbers.py)
             return float_of
+        if fn is int:  # int(t) of a tensor: the data-dependence error, not int()'s TypeError
+            return int_of
         if fn is isinstance:
             return _thunder_isinstance
         if fn is type:
