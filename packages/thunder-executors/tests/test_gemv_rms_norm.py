@@ -205,6 +205,25 @@ def test_residual_read_before_the_linears_keeps_its_add() -> None:
     assert len(folded) == 1 and folded[0].rstrip().split("#")[0].rstrip().endswith("None)"), folded
 
 
+def test_input_written_in_place_between_the_add_and_the_linears() -> None:
+    """``a`` is updated in place after the residual add: an add moved to the linears would read the
+    new ``a``, so nothing between them may write memory for the fold."""
+
+    def fn(x, a, g, w):
+        h = x + a
+        normed = llama_norm(h, g, 1e-6)
+        a.mul_(3)
+        return F.linear(normed, w), h
+
+    args = [torch.randn(*s, device=DEVICE) for s in [(1, 32), (1, 32), (32,), (8, 32)]]
+    copies = [t.clone() for t in args]
+    jitted = thunder.jit(fn, executors=EXECUTORS)
+    for actual, expected in zip(jitted(*args), fn(*copies)):
+        torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(args[1], copies[1])
+    assert not any("'llama', a)" in line for line in _lines(jitted))
+
+
 def test_several_rows_and_torch_executor_are_not_folded() -> None:
     torch.manual_seed(0)
     model = _Block().to(DEVICE)

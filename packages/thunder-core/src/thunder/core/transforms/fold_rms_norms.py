@@ -13,8 +13,14 @@ The pattern is the norm as Hugging Face writes it, op for op (``RMS_NORM_STYLES`
 number), ``rsqrt``, ``h * r``, then Llama's ``weight * r.to(x.dtype)`` or Gemma's
 ``(r * (1.0 + weight.float())).to(x.dtype)``, with a 1-D weight. It is folded only when every value
 it makes, the normalized row included, is read by nothing but the pattern and one-row linears of
-it (the residual in Llama reads the norm's input, not its output); a row read elsewhere stays
-computed as it was. Each group of linears of one row then reads ``x`` and recomputes the norm.
+it (the residual in Llama reads the norm's input, not its output), and nothing between the norm
+and its linears writes memory (the folded norm runs where the linears were); a row read elsewhere
+stays computed as it was. Each group of linears of one row then reads ``x`` and recomputes the norm.
+
+When the norm's input is a residual connection's sum ``x = a + b`` (same shapes and dtype), one
+group of linears reads the norm, and every other reader of ``x`` comes after that group (the next
+residual connection), the add is folded too: ``rms_norm_linears(a, ..., addend=b)`` also returns
+``x``. In a Llama decode step no norm and no residual add is left with a kernel of its own.
 
 Like ``group_linears``, the transform runs only when an executor claims ``rms_norm_linears``
 before any other claims ``linear`` or ``linears`` (the user's executor order wins), and it keeps
@@ -45,6 +51,7 @@ _FOLDED = "ltorch.rms_norm_linears"
 # dtype conversions: one tensor in, the same tensor in another dtype out
 _CONVERSIONS = frozenset({"ltorch.to", "ltorch.float", "ltorch.type_as", "ltorch.half", "ltorch.bfloat16"})
 _RESHAPES = frozenset({"prims.reshape", "ltorch.reshape", "ltorch.view"})
+_WRITES = frozenset({"side_effect", "writes_input"})  # tags of in-place ops and copy-backs
 
 
 @dataclass(frozen=True)
@@ -84,10 +91,11 @@ def fold_rms_norms(trace: Trace, executors: Sequence[Executor]) -> Trace:
     new.mutations = trace.mutations
     for row, norm in norms.items():
         removable = _removable(norm, row, linears_of[row], readers)
-        if removable is None:
+        last = max(position[id(b)] for b in linears_of[row])
+        if removable is None or _writes_between(trace, min(position[id(b)] for b in norm.ops), last):
             continue
         addition = _residual_add(norm, linears_of[row], made, readers, removable, position)
-        if addition is not None:
+        if addition is not None and not _writes_between(trace, position[id(addition[0])], last):
             add, identities = addition
             folded = _folded(new, norm, linears_of[row][0], add)
             if claimer.can_execute(folded[0]):
@@ -139,6 +147,12 @@ def _residual_add(
             return None
         identities.add(id(reader))
     return add, identities
+
+
+def _writes_between(trace: Trace, first: int, last: int) -> bool:
+    """Whether a bound symbol between positions ``first`` and ``last`` writes memory (an in-place op, a
+    copy-back): the norm (or the add) moved to ``last`` could read what it wrote."""
+    return any(b.symbol.tags & _WRITES for b in trace.bound_symbols[first + 1 : last])
 
 
 def _claimer(executors: Sequence[Executor]) -> Executor | None:
