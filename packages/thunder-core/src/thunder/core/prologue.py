@@ -8,7 +8,9 @@ computation's inputs; any mismatch raises ``GuardFailure`` and the next cache en
 
 from __future__ import annotations
 
+import array
 import ast
+import copy
 import math
 import operator
 from typing import Any
@@ -155,6 +157,7 @@ def _typed_test(expression: str, type_name: str, expected_source: str, same: str
 # changed in place or made another type (``__class__`` of an int, a str, ... cannot be assigned), and
 # each is equal to itself (a float only if finite: NaN is compared by check_value).
 _SAME_OBJECT_PASSES = (int, float, str, bytes, torch.device)
+_MUTABLE_VALUE_TYPES = (set, bytearray, array.array)
 
 
 def _passed_by_the_call(source: Source) -> bool:
@@ -594,9 +597,9 @@ class PrologueBuilder:
             kwargs = {"same": self._constant_name(value)} if same else {}
             self._record(BoundSymbol(CHECK_VALUE, (expression, repr(value)), kwargs))
             return
-        # A set is compared with a copy: bound as itself, a set the program changes in place would be
-        # compared with itself and always pass (a stale trace)
-        expected = set(value) if type(value) is set else value
+        # A mutable value (a set, a bytearray, an array.array) is compared with a copy: bound as itself,
+        # one changed in place would be compared with itself and always pass (a stale trace)
+        expected = copy.copy(value) if type(value) in _MUTABLE_VALUE_TYPES else value
         args = (expression, self._constant_name(expected), shown_value(value))
         if type(value) is torch.dtype:  # one object per dtype: equal is identical
             args += ("",)

@@ -18,9 +18,12 @@ enum member, ``object()`` sentinel      identity
 bool, int, float, complex, str, bytes,  type and value (``True`` is not ``1``, ``1`` is not ``1.0``)
 None, Ellipsis, dtype, device, layout,
 memory format, ``torch.Size``, range,
-slice of those, set and frozenset
+slice of those, set and frozenset (a set compared with a copy)
 tuple, list                             length, then each item by its own kind
 named tuple, other tuple/list subclass  type (identity), length, then each item
+``collections.deque``                   type, ``maxlen`` and length, then each item by its own kind
+``bytearray``, ``array.array``          type and value, compared with a copy (``typecode`` too); changing
+                                        one in place inside the program is refused (vm/calls.py)
 dict and its subclasses                 keys in order (by value, or by identity for keys of other
                                         kinds), then each value by its own kind
 ``functools.partial``                   type, then ``func``, ``args`` and ``keywords`` by kind
@@ -43,6 +46,8 @@ by the table like any other.
 
 from __future__ import annotations
 
+import array
+import collections
 import copy
 import enum
 import functools
@@ -114,6 +119,8 @@ def _is_constant_value(value: Any) -> bool:
     if value_type is slice:
         return all(_is_constant_value(part) for part in (value.start, value.stop, value.step))
     if value_type is range:
+        return True
+    if value_type is bytearray or value_type is array.array:  # compared with a copy (add_value_guard)
         return True
     # sets compare their items by hash and equality, which is identity for functions, enums, modules
     return value_type is set or value_type is frozenset
@@ -209,9 +216,14 @@ class ValueGuards:
             self.builder.add_identity_guard(value, source)
             return value
         if _is_constant_value(value):
+            if type(value) is array.array:
+                self.builder.add_value_guard(value.typecode, AttributeSource(source, "typecode"))
             self.builder.add_value_guard(value, source)
             return value
         if isinstance(value, (tuple, list)):  # no class is both a dict and a tuple or list
+            return self._sequence(value, source)
+        if type(value) is collections.deque:
+            self.builder.add_value_guard(value.maxlen, AttributeSource(source, "maxlen"))
             return self._sequence(value, source)
         if isinstance(value, dict):
             return self._dict(value, source)
@@ -269,7 +281,7 @@ class ValueGuards:
     def _sequence(self, value: Any, source: Source) -> Any:
         # a tuple reached again (``()`` is one object everywhere) is checked again at this path; a list
         # reached again was given an identity check with its first path (``_load``)
-        known = self._memo(value) if isinstance(value, list) else None
+        known = self._memo(value) if isinstance(value, (list, collections.deque)) else None
         if known is not None:
             return known
         self.builder.add_container_guard(value, source)
@@ -340,9 +352,9 @@ def is_guarded_by_attributes(value: Any) -> bool:
 
 def _is_aliasable(value: Any) -> bool:
     """A value two paths may share whose identity matters: mutable, or read through its attributes."""
-    return isinstance(value, (list, dict, set, functools.partial, types.MethodType)) or _is_python_object(
-        value
-    )
+    return isinstance(
+        value, (list, dict, set, collections.deque, functools.partial, types.MethodType)
+    ) or _is_python_object(value)
 
 
 def _is_hook_table(source: Source) -> bool:
@@ -372,6 +384,8 @@ def _rebuild_sequence(value: Any, loaded: list) -> Any:
     value_type = type(value)
     if hasattr(value_type, "_fields"):  # a named tuple
         return value_type(*loaded)
+    if value_type is collections.deque:
+        return collections.deque(loaded, maxlen=value.maxlen)
     return value_type(loaded)
 
 

@@ -164,11 +164,42 @@ def call_opaque(context: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
         owner = fn.__self__
         if isinstance(owner, _MUTABLE_CONTAINERS):
             report_mutation(context, owner, fn.__name__)
+        elif _is_unreplayed_container(owner) and context.provenance.source_of(owner) is not None:
+            raise _unreplayed_mutation_error(context, owner, fn.__name__)
     context.hooks.check_opaque_call(fn, args, kwargs)
     result = fn(*args, **kwargs)
     if type(result) in _DICT_VIEW_TYPES and type(fn) is BuiltinMethodType:
         _remember_dict_view(context, fn, result)
     return result
+
+
+def _is_unreplayed_container(owner: Any) -> bool:
+    """A mutable C container whose in-place changes the epilogue cannot replay (a ``bytearray``, an
+    ``array.array``): changed while tracing, it would change once per compile, not once per call."""
+    return isinstance(owner, bytearray) or type(owner).__module__ == "array"
+
+
+def _type_name(owner: Any) -> str:
+    owner_type = type(owner)
+    return (
+        owner_type.__name__
+        if owner_type.__module__ == "builtins"
+        else f"{owner_type.__module__}.{owner_type.__name__}"
+    )
+
+
+def _unreplayed_mutation_error(context: Any, owner: Any, method: str) -> InterpreterError:
+    from thunder.interpreter.vm.errors import location_of
+
+    where = ""
+    if context.frames:
+        frame = context.frames[-1]
+        where = f" (at {location_of(frame, frame.current_op())})"
+    return InterpreterError(
+        f"thunder cannot replay .{method}() on the {_type_name(owner)} read from outside the call "
+        f"({context.provenance.source_of(owner).describe()}): its in-place changes are not recorded as side "
+        f"effects{where}. Change it outside the jitted function, or use a list"
+    )
 
 
 def _remember_dict_view(context: Any, method: Any, view: Any) -> None:
