@@ -296,6 +296,10 @@ def test_llama_decode_step_has_folded_norms_and_no_norm_of_its_own() -> None:
     # gate/up; then the final norm (and the last residual add) into the head
     assert len(folded) == 2 * 2 + 1, lines
     assert sum(", (None, None, None), 'llama'" in line for line in folded) == 2
+    # every residual add is folded into the norm after it: only layer 0's input norm has no addend
+    assert sum("'llama', None)" in line for line in folded) == 1, folded
+    residual_adds = [line for line in lines if "torch.add(" in line and 'f32[1, 1, 32]"' in line]
+    assert not residual_adds, residual_adds
     assert not any(word in line for line in lines for word in ("rsqrt", "torch.pow(", "torch.mean("))
 
 
