@@ -129,3 +129,19 @@ def test_the_check_prints_in_the_trace() -> None:
     jitted = thunder.jit(lambda x: x.t().view(3, 2) if False else x.view(-1))
     jitted(contiguous(0))
     assert "layouts.check(x" in str(thunder.last_traces(jitted)[-1])
+
+
+def test_symbolic_sizes_take_eagers_layout_too() -> None:
+    def fn(x):
+        return x.t().contiguous(), x.view(x.shape) * 2
+
+    jitted = thunder.jit(fn, dynamic=True)
+    for rows in (3, 5, 7):
+        x = torch.randn(rows, 4)
+        for actual, expected in zip(jitted(x), fn(x)):
+            torch.testing.assert_close(actual, expected)
+            assert actual.is_contiguous() and actual.data_ptr() != x.data_ptr()
+    view_of_transpose = thunder.jit(lambda x: x.t().view(-1), dynamic=True)
+    for rows in (3, 5):
+        with pytest.raises(RuntimeError, match=_VIEW_ERROR):
+            view_of_transpose(torch.randn(rows, 4))

@@ -75,20 +75,34 @@ def _held_name(trace: Trace, proxy: TensorProxy) -> str:
     return proxy.name
 
 
+def _hinted(value: Any) -> Any:
+    """``value`` with each symbolic size replaced by the size it had when traced (its hint), unguarded."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(_hinted(item) for item in value)
+    if isinstance(value, torch.SymInt):
+        hint = value.node.hint
+        if hint is None:
+            raise _Unknown
+        return int(hint)
+    return value
+
+
+class _Unknown(Exception):
+    pass
+
+
 def _eager_tensor(trace: Trace, proxy: TensorProxy) -> tuple[torch.Tensor, TensorProxy, tuple] | None:
-    """A meta tensor with eager's layout of ``proxy`` (its root contiguous), its root and steps."""
-    if any(not isinstance(n, int) for n in proxy.shape):
-        return None  # symbolic sizes: not modelled
+    """A meta tensor with eager's layout of ``proxy`` (its root contiguous), its root and steps. Symbolic
+    sizes take the sizes of the traced call: a view of an input is checked with the real ones on every
+    call; an intermediate's may differ where another size makes a dim 1 (not modelled)."""
     chains = _chains.get(trace)
     if chains is None:
         chains = _chains[trace] = _Chains()
     root, steps = chains.of(trace, proxy)
-    if any(not isinstance(n, int) for n in root.shape):
-        return None
     try:
-        base = torch.empty(tuple(root.shape), dtype=root.dtype.torch_dtype, device="meta")
-        return replay_views(base, steps), root, steps
-    except Exception:  # noqa: BLE001 -- a step PyTorch replays otherwise: layout unknown
+        base = torch.empty(_hinted(tuple(root.shape)), dtype=root.dtype.torch_dtype, device="meta")
+        return replay_views(base, _hinted(steps)), root, steps
+    except Exception:  # noqa: BLE001 -- a size without a hint, a step PyTorch replays otherwise: unknown
         return None
 
 
@@ -102,7 +116,10 @@ def _decide(proxy: TensorProxy, kind: str, shape: tuple, answer: Any) -> bool | 
     if modelled is None:
         return None
     tensor, root, steps = modelled
-    decided = answer(tensor)
+    try:
+        decided = answer(tensor)
+    except _Unknown:
+        return None
     if not any(root is p for p in trace.args):
         return decided
     bound = BoundSymbol(check_symbol(), (root, steps, kind, shape, decided), {}, None, (), grad_enabled=False)
@@ -115,7 +132,7 @@ def _decide(proxy: TensorProxy, kind: str, shape: tuple, answer: Any) -> bool | 
 
 def _viewable(tensor: torch.Tensor, shape: tuple) -> bool:
     try:
-        tensor.view(shape)
+        tensor.view(_hinted(shape))
     except RuntimeError:
         return False
     return True
