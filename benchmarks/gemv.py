@@ -14,6 +14,7 @@ and the norm folded into the GEMV's launch, ``core/transforms/fold_rms_norms.py`
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import statistics
 import time
@@ -110,6 +111,7 @@ def host_time(dtype: torch.dtype, calls: int = 2000) -> None:
         print(f"host {name:16} {best:6.1f} us/call")
 
 
+_CONFIGS = list(itertools.product([1, 2, 4, 8], [256, 512, 1024, 2048], [4, 8]))
 NORM_SHAPES = ["tinyllama qkv", "tinyllama gate+up", "tinyllama head", "8b qkv", "8b gate+up", "8b head"]
 
 
@@ -121,8 +123,9 @@ def add_rms_norm(x: torch.Tensor, addend: torch.Tensor, weight: torch.Tensor, ep
     return h, weight * normed.to(h.dtype)
 
 
-def norm_rows(dtype: torch.dtype, shapes: list[str]) -> None:
-    """Add + RMS norm + GEMV as two launches (a compiled add+norm kernel, then the GEMV) against one."""
+def norm_rows(dtype: torch.dtype, shapes: list[str], sweep: bool = False) -> None:
+    """Add + RMS norm + GEMV as two launches (a compiled add+norm kernel, then the GEMV) against one;
+    with ``sweep``, also the best (BLOCK_N, BLOCK_K, warps) for the folded launch."""
     fused_norm = torch.compile(add_rms_norm, dynamic=False, fullgraph=True)
     rows = []
     for name in shapes:
@@ -143,9 +146,9 @@ def norm_rows(dtype: torch.dtype, shapes: list[str]) -> None:
                 _, normed = add_rms_norm(x, addend, g)
                 gemv(normed, weights)
 
-        def one_launch() -> None:
+        def one_launch(config=None) -> None:
             for weights in sets:
-                rms_norm_gemv(x, g, 1e-6, weights, addend=addend)
+                rms_norm_gemv(x, g, 1e-6, weights, addend=addend, config=config)
 
         h, normed = add_rms_norm(x, addend, g)
         *products, total = rms_norm_gemv(x, g, 1e-6, sets[0], addend=addend)
@@ -156,14 +159,28 @@ def norm_rows(dtype: torch.dtype, shapes: list[str]) -> None:
         assert torch.equal(total, h) or not x.is_cuda  # Triton's interpreter truncates bfloat16 sums
         times = [time_graph(run, copies) for run in (eager_norm, two_launches, one_launch)]
         gemv_alone = time_graph(lambda: [gemv(normed, weights) for weights in sets], copies)
-        rows.append((name, *times, gemv_alone, error))
+        best, best_config = times[-1], gemv_config(k, sum(ns))
+        for config in _CONFIGS if sweep else []:
+            if config[1] > 2 * triton.next_power_of_2(k):
+                continue
+            try:
+                t = time_graph(functools.partial(one_launch, config), copies, repeats=7)
+            except Exception as error_:  # a config that does not compile is skipped
+                print(f"  {name} {config}: {type(error_).__name__}")
+                continue
+            if t < best:
+                best, best_config = t, config
+        rows.append((name, *times, gemv_alone, best, best_config, error))
         print(rows[-1], flush=True)
     print(
         f"\n{'shape':20} {'eager norm+gemv us':>18} {'compiled norm+gemv us':>21} {'folded us':>9} "
-        f"{'gemv alone us':>13} {'saved us':>8} rel.err vs eager"
+        f"{'gemv alone us':>13} {'saved us':>8} {'best folded us':>14} best config      rel.err vs eager"
     )
-    for name, eager, two, one, alone, error in rows:
-        print(f"{name:20} {eager:18.2f} {two:21.2f} {one:9.2f} {alone:13.2f} {two - one:8.2f} {error:.1e}")
+    for name, eager, two, one, alone, best, config, error in rows:
+        print(
+            f"{name:20} {eager:18.2f} {two:21.2f} {one:9.2f} {alone:13.2f} {two - one:8.2f} {best:14.2f} "
+            f"{str(config):16} {error:.1e}"
+        )
 
 
 def main() -> None:
@@ -184,11 +201,11 @@ def main() -> None:
     if args.norm:
         print(f"{torch.cuda.get_device_name()}, {args.dtype}")
         shapes = NORM_SHAPES if args.shapes == ",".join(SHAPES) else args.shapes.split(",")
-        norm_rows(getattr(torch, args.dtype), shapes)
+        norm_rows(getattr(torch, args.dtype), shapes, args.sweep)
         return
     dtype = getattr(torch, args.dtype)
     print(f"{torch.cuda.get_device_name()}: device copy {copy_bandwidth():.0f} GB/s (read + write)")
-    configs = list(itertools.product([1, 2, 4, 8], [256, 512, 1024, 2048], [4, 8]))
+    configs = _CONFIGS
     rows = []
     for name in args.shapes.split(","):
         k, ns = SHAPES[name]
