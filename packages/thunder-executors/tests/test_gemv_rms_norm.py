@@ -196,7 +196,7 @@ def _folded(lines: list[str]) -> list[str]:
 def test_block_folds_every_norm_and_matches_eager(style: str, dtype: torch.dtype) -> None:
     torch.manual_seed(0)
     model = _Block(norm=NORMS[style], bias=True).to(DEVICE, dtype)
-    jitted = thunder.jit(model, executors=EXECUTORS)
+    jitted = thunder.jit(model, executors=EXECUTORS, fold_rms_norms=True)
     with torch.no_grad():
         for _ in range(2 if dtype == torch.float32 else 1):
             h = torch.randn(1, 1, 40, device=DEVICE, dtype=dtype)
@@ -221,7 +221,7 @@ def test_norm_read_elsewhere_is_not_folded() -> None:
 
     args = (torch.randn(1, 32), torch.randn(32), torch.randn(8, 32), torch.randn(8, 32))
     args = tuple(a.to(DEVICE) for a in args)
-    jitted = thunder.jit(fn, executors=EXECUTORS)
+    jitted = thunder.jit(fn, executors=EXECUTORS, fold_rms_norms=True)
     for actual, expected in zip(jitted(*args), fn(*args)):
         torch.testing.assert_close(actual, expected)
     lines = _lines(jitted)
@@ -238,7 +238,7 @@ def test_residual_read_before_the_linears_keeps_its_add() -> None:
         return F.linear(normed, w) + side, h
 
     args = tuple(torch.randn(*s, device=DEVICE) for s in [(1, 32), (1, 32), (32,), (8, 32)])
-    jitted = thunder.jit(fn, executors=EXECUTORS)
+    jitted = thunder.jit(fn, executors=EXECUTORS, fold_rms_norms=True)
     for actual, expected in zip(jitted(*args), fn(*args)):
         torch.testing.assert_close(actual, expected)
     folded = _folded(_lines(jitted))
@@ -257,7 +257,7 @@ def test_input_written_in_place_between_the_add_and_the_linears() -> None:
 
     args = [torch.randn(*s, device=DEVICE) for s in [(1, 32), (1, 32), (32,), (8, 32)]]
     copies = [t.clone() for t in args]
-    jitted = thunder.jit(fn, executors=EXECUTORS)
+    jitted = thunder.jit(fn, executors=EXECUTORS, fold_rms_norms=True)
     for actual, expected in zip(jitted(*args), fn(*copies)):
         torch.testing.assert_close(actual, expected)
     torch.testing.assert_close(args[1], copies[1])
@@ -268,7 +268,7 @@ def test_several_rows_and_torch_executor_are_not_folded() -> None:
     torch.manual_seed(0)
     model = _Block().to(DEVICE)
     with torch.no_grad():
-        jitted = thunder.jit(model, executors=EXECUTORS)
+        jitted = thunder.jit(model, executors=EXECUTORS, fold_rms_norms=True)
         h = torch.randn(1, 3, 40, device=DEVICE)  # three rows: cuBLAS's matmuls, eager's norms
         torch.testing.assert_close(jitted(h), model(h))
         assert not _folded(_lines(jitted))
@@ -310,7 +310,7 @@ def test_non_contiguous_norm_weight_runs_eagers_ops() -> None:
         torch.randn(8, 32, device=DEVICE),
         torch.randn(8, 32, device=DEVICE),
     )
-    jitted = thunder.jit(fn, executors=EXECUTORS)
+    jitted = thunder.jit(fn, executors=EXECUTORS, fold_rms_norms=True)
     for actual, expected in zip(jitted(*args), fn(*args)):
         torch.testing.assert_close(actual, expected)
     assert _folded(_lines(jitted))
@@ -328,7 +328,7 @@ def _tiny_llama(dtype: torch.dtype):
 
 def test_llama_decode_step_has_folded_norms_and_no_norm_of_its_own() -> None:
     model = _tiny_llama(torch.float32)
-    jitted = thunder.jit(model, executors=EXECUTORS)
+    jitted = thunder.jit(model, executors=EXECUTORS, fold_rms_norms=True)
     prompt = torch.tensor([[1, 17, 42, 9, 7]], device=DEVICE)
     options = dict(max_new_tokens=3, do_sample=False, cache_implementation="static", disable_compile=True)
     with torch.no_grad():
@@ -348,7 +348,7 @@ def test_llama_decode_step_has_folded_norms_and_no_norm_of_its_own() -> None:
 
 def test_llama_bfloat16_decode_logits_match_eager() -> None:
     model = _tiny_llama(torch.bfloat16)
-    jitted = thunder.jit(model, executors=EXECUTORS)
+    jitted = thunder.jit(model, executors=EXECUTORS, fold_rms_norms=True)
     ids = torch.tensor([[5]], device=DEVICE)
     with torch.no_grad():
         expected = model(ids).logits

@@ -118,6 +118,13 @@ COMPILE_OPTIONS: Mapping[str, CompileOption] = {
             "cuda_graphs", "True: capture each compiled function in a CUDA graph and replay it", _bool
         ),
         CompileOption(
+            "fold_rms_norms",
+            "True: fold a one-row RMS norm (and the residual add before it) into the Triton GEMV that"
+            " reads it (core/transforms/fold_rms_norms.py); off by default: slower than the norm's own"
+            " kernel on an H100 for the 8B shapes",
+            _bool,
+        ),
+        CompileOption(
             "disk_cache",
             "False: neither read nor write the on-disk cache of compiled programs (THUNDER_CACHE_DIR);"
             " on by default unless THUNDER_DISK_CACHE=0",

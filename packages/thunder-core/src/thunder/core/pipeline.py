@@ -182,9 +182,10 @@ def compile_computation(
         _transform_if_changed(
             traces, stats, "grouped linears", functools.partial(group_linears, executors=executors)
         )
-        _transform_if_changed(
-            traces, stats, "rms norms folded", functools.partial(fold_rms_norms, executors=executors)
-        )
+        if _folds_rms_norms(compile_data):
+            _transform_if_changed(
+                traces, stats, "rms norms folded", functools.partial(fold_rms_norms, executors=executors)
+            )
     step("executors", functools.partial(claim_executors, executors=compile_data.executors))
     step("dce after executors", dce)
     step("lifetimes", insert_deletes)
@@ -200,6 +201,12 @@ def _transform_if_changed(
     if transformed is not traces[-1]:
         traces.append(transformed)
     stats.last_stage_seconds[name] = time.perf_counter() - start
+
+
+def _folds_rms_norms(compile_data: CompileData) -> bool:
+    """The ``fold_rms_norms`` option (core/transforms/fold_rms_norms.py); it defaults to off."""
+    compile_data.used_options.add("fold_rms_norms")
+    return bool(compile_data.options.get("fold_rms_norms", False))
 
 
 def _uses_cuda_graphs(compile_data: CompileData) -> bool:
