@@ -188,13 +188,19 @@ def _type_name(owner: Any) -> str:
     )
 
 
-def _unreplayed_mutation_error(context: Any, owner: Any, method: str) -> InterpreterError:
+def _current_location(context: Any) -> str | None:
+    """Where the interpreted program is now (file:line of the innermost frame), if it runs one."""
     from thunder.interpreter.vm.errors import location_of
 
-    where = ""
-    if context.frames:
-        frame = context.frames[-1]
-        where = f" (at {location_of(frame, frame.current_op())})"
+    if not context.frames:
+        return None
+    frame = context.frames[-1]
+    return location_of(frame, frame.current_op())
+
+
+def _unreplayed_mutation_error(context: Any, owner: Any, method: str) -> InterpreterError:
+    location = _current_location(context)
+    where = f" (at {location})" if location else ""
     return InterpreterError(
         f"thunder cannot replay .{method}() on the {_type_name(owner)} read from outside the call "
         f"({context.provenance.source_of(owner).describe()}): its in-place changes are not recorded as side "
@@ -228,14 +234,12 @@ def interpret_function(context: Any, function: FunctionType, args: tuple, kwargs
 
 
 def _async_error(context: Any, function: FunctionType) -> InterpreterError:
-    from thunder.interpreter.vm.errors import location_of, qualname_of
+    from thunder.interpreter.vm.errors import qualname_of
 
     code = function.__code__
     where = f"{code.co_filename}:{code.co_firstlineno}"
-    called_from = ""
-    if context.frames:
-        caller = context.frames[-1]
-        called_from = f", called at {location_of(caller, caller.current_op())}"
+    location = _current_location(context)
+    called_from = f", called at {location}" if location else ""
     return InterpreterError(
         f"thunder's interpreter does not support async functions or coroutines: "
         f"{qualname_of(code, function)} defined at {where}{called_from}"
