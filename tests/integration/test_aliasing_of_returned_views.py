@@ -171,3 +171,17 @@ def test_running_stats_returned_while_the_input_requires_grad() -> None:
         assert mean.requires_grad == expected_mean.requires_grad
         torch.testing.assert_close(mean, expected_mean)
         out.sum().backward()
+
+
+def test_writes_through_view_as_reach_the_input() -> None:
+    def fn(x, z):
+        y = x.view_as(z)
+        y.add_(1)
+        return x, y.reshape_as(x)
+
+    jitted = thunder.jit(fn)
+    for start in (0.0, 2.0):
+        x, expected_x, z = torch.full((2, 3), start), torch.full((2, 3), start), torch.zeros(6)
+        for actual, expected in zip(jitted(x, z), fn(expected_x, z)):
+            torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(x, expected_x)

@@ -301,6 +301,8 @@ class Mutations:
     def _note_views(self, bound_symbol: BoundSymbol, user_arguments: tuple[tuple, dict]) -> None:
         resolved = [p for p in bound_symbol.proxy_args() if isinstance(p, TensorProxy)]
         user = _unique_tensor_proxies(user_arguments)
+        if "reads_metadata_of_others" in bound_symbol.symbol.tags:  # x.view_as(z): a view of x only
+            resolved, user = resolved[:1], user[:1]
         if len(resolved) != 1 or len(user) != 1 or not is_view_symbol(bound_symbol.symbol):
             return
         if _copies_in_eager(bound_symbol, user[0]):
