@@ -632,11 +632,13 @@ def _returned_views(
     return views
 
 
-def _copies_of_written_inputs(trace: Trace, output: Any, user_names: list[str | None]) -> Any:
+def _copies_of_written_inputs(
+    trace: Trace, output: Any, user_names: list[str | None], updated: set[str]
+) -> Any:
     """``output`` with a copy for each tensor whose value is an unchanged input the program wrote into
     another tensor (``torch.empty(3).copy_(x)``: its value is ``x``'s proxy): eager returns a tensor of
     its own, thunder returned ``x`` itself, which the caller's writes then changed."""
-    inputs = {p.name for p in trace.args if isinstance(p, TensorProxy)}
+    inputs = {p.name for p in trace.args if isinstance(p, TensorProxy)} - updated
     leaves, spec = tree_flatten(output)
     copies: dict[str, TensorProxy] = {}
     for position, leaf in enumerate(leaves):
@@ -665,7 +667,9 @@ def finish(trace: Trace, output: Any) -> Any:
     ]
     returned_views = _returned_views(mutations, tree_leaves(output), copies)
     user_names = [leaf.name if isinstance(leaf, TensorProxy) else None for leaf in tree_leaves(output)]
-    output = _copies_of_written_inputs(trace, mutations.resolve(output), user_names)
+    # an input the program also updates gets its own tensor from the snapshot below, taken before the
+    # update; a copy recorded here would read the input after it (v = a.clone(); v.copy_(a); a.add_(1))
+    output = _copies_of_written_inputs(trace, mutations.resolve(output), user_names, destinations)
     returned_inputs: dict[int, TensorProxy] = {}
     # An output that is an input's value from before its update (``v = a.clone(); a.add_(1); return v``:
     # the functional clone is ``a`` itself) must not be the input, which the epilogue overwrites.
