@@ -11,6 +11,11 @@ weights and the KV cache read once per decoded token.
     python benchmarks/inference.py --models tinyllama,llama3-8b
     python benchmarks/inference.py --models tiny --device cpu --systems eager,thunder   # a smoke run
     python benchmarks/inference.py --host-overhead                # thunder's host work per decode step, CPU
+    python benchmarks/inference.py --isolate                      # each row in a process of its own
+
+``--isolate`` measures each (model, system) in a process of its own (``isolated.py`` says why; the
+token comparison with eager's is made by the parent) and prints the same table: use it for the
+numbers you report.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ import contextlib
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
+from isolated import ISOLATE_FLAG, run_child, write_rows
 
 MODELS: dict[str, dict[str, Any]] = {
     "tiny": dict(hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=4,
@@ -57,6 +63,7 @@ def build_model(name: str, device: str, dtype: torch.dtype) -> torch.nn.Module:
 
     config = transformers.LlamaConfig(max_position_embeddings=4096, **MODELS[name])
     config._attn_implementation = "sdpa"
+    torch.manual_seed(0)  # the same weights in every process of --isolate
     with torch.device(device):
         model = transformers.LlamaForCausalLM(config).to(dtype)
     return model.eval()
@@ -161,10 +168,16 @@ def measure(
         import thunder
 
         row.compiles = thunder.cache_misses(call)
-    if reference is not None:  # greedy tokens agree up to the first near-tie that rounding decides
-        same = next((i for i, (a, b) in enumerate(zip(tokens[0], reference[0])) if a != b), len(reference[0]))
-        row.same_tokens = f"first {same}/{len(reference[0])}"
+    if reference is not None:
+        row.same_tokens = same_tokens(tokens, reference)
     return row, tokens
+
+
+def same_tokens(tokens: list, reference: list) -> str:
+    """How many leading tokens equal eager's: greedy tokens agree up to the first near-tie that rounding
+    decides."""
+    same = next((i for i, (a, b) in enumerate(zip(tokens[0], reference[0])) if a != b), len(reference[0]))
+    return f"first {same}/{len(reference[0])}"
 
 
 def _decode_steps(
@@ -347,12 +360,22 @@ def main() -> None:
     parser.add_argument(
         "--host-overhead", action="store_true", help="only thunder's host work per decode step, on the CPU"
     )
+    parser.add_argument(
+        ISOLATE_FLAG, action="store_true", help="each (model, system) in a process of its own"
+    )
+    parser.add_argument(
+        "--rows-json", default="", help=argparse.SUPPRESS
+    )  # where a child of --isolate writes
     args = parser.parse_args()
     if args.host_overhead:
         host_overhead(args)
         return
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
+    if args.isolate:
+        print_table(_isolated_rows(args), args, device_name)
+        return
     rows: list[Row] = []
+    tokens_of: list[list | None] = []
     for name in args.models.split(","):
         model = build_model(name, args.device, getattr(torch, args.dtype))
         reference = None
@@ -361,6 +384,7 @@ def main() -> None:
             if system == "eager" and tokens is not None:
                 reference = tokens
             rows.append(row)
+            tokens_of.append(tokens)
             print(row, flush=True)
             if system in args.profile.split(",") and not row.error:
                 profile_decode(name, system, model, args)
@@ -368,7 +392,30 @@ def main() -> None:
         del model
         if args.device == "cuda":
             torch.cuda.empty_cache()
+    if args.rows_json:  # a child of --isolate
+        write_rows(args.rows_json, [{"row": asdict(r), "tokens": t} for r, t in zip(rows, tokens_of)])
+        return
     print_table(rows, args, device_name)
+
+
+def _isolated_rows(args: argparse.Namespace) -> list[Row]:
+    """Each (model, system) in a process of its own (``isolated.py``); tokens compared with eager's here."""
+    rows: list[Row] = []
+    for name in args.models.split(","):
+        reference = None
+        for system in args.systems.split(","):
+            print(f"\n== {name} / {system} (a process of its own)", flush=True)
+            child = run_child(__file__, "--models", name, "--systems", system)
+            if isinstance(child, str):
+                rows.append(Row(name, system, error=child))
+                continue
+            row, tokens = Row(**child[0]["row"]), child[0]["tokens"]
+            if system == "eager":
+                reference = tokens
+            elif reference is not None and tokens is not None:
+                row.same_tokens = same_tokens(tokens, reference)
+            rows.append(row)
+    return rows
 
 
 if __name__ == "__main__":

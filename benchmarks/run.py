@@ -3,8 +3,8 @@
 Workloads (../shared/BENCHMARKS.md; models written in this folder, random data, no network):
 - ``gpt``: GPT-2 124M training step, batch 16 x 1024 tokens, AdamW (``training.GPT``);
 - ``llama``: a Llama-2-7B-shaped model with 4 layers, batch 2 x 2048, AdamW (``llama.Llama``);
-- ``mlp-eval``: the MNIST tutorial's MLP, batch 8, eval forward under ``no_grad`` (per call); on
-  CUDA also ``thunder+graphs``, i.e. ``thunder.jit(model, cuda_graphs=True)``;
+- ``mlp-eval``: the MNIST tutorial's MLP, batch 8, eval forward under ``no_grad`` (per call), its
+  ``thunder+graphs`` row ``thunder.jit(model, cuda_graphs=True)`` (the ``-step`` systems have no row);
 - ``mlp``: the same MLP's training step (cross entropy, AdamW), batch 8 (per step, in us): a step
   bound by the host's launches, not by the GPU.
 
@@ -27,6 +27,10 @@ nvFuser, Triton, optimizer, ATen elementwise/reduction/copy) side by side.
     python benchmarks/run.py --workloads gpt --executors nvfuser,torch
     python benchmarks/run.py --device cpu --size tiny        # a smoke run on a CPU
     python benchmarks/run.py --workloads gpt,llama --systems eager,thunder,thunder-step
+    python benchmarks/run.py --isolate --workloads gpt,llama  # each row in a process of its own
+
+``--isolate`` measures each (workload, system) in a process of its own (``isolated.py`` says why) and
+prints the same table: use it for the numbers you report.
 """
 
 from __future__ import annotations
@@ -37,11 +41,12 @@ import gc
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 
 import thunder
+from isolated import ISOLATE_FLAG, run_child, write_rows
 from llama import LLAMA_SIZES, Llama
 from training import GPT, GPT_SIZES, mnist_mlp
 
@@ -57,6 +62,7 @@ class Row:
     peak_gib: float | None
     tokens_per_s: float | None = None
     tflops: float | None = None
+    error: str = ""
 
 
 def _sync(device: str) -> None:
@@ -64,7 +70,9 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _time(step: Callable[[], object], device: str, warmup: int, steps: int) -> tuple[float, float, float | None]:
+def _time(
+    step: Callable[[], object], device: str, warmup: int, steps: int
+) -> tuple[float, float, float | None]:
     """(ms per step, wall seconds of the warm-up steps, peak GiB)."""
     if device == "cuda":
         gc.collect()  # what the previous system left in reference cycles (its graphs' pools) is not ours
@@ -164,10 +172,9 @@ def _mlp_eval_rows(args: argparse.Namespace) -> list[Row]:
     model = mnist_mlp().to(args.device, dtype).eval().requires_grad_(False)
     x = torch.rand(8, 784, device=args.device, dtype=dtype)
     rows = []
-    graphs = ("thunder+graphs",) if args.device == "cuda" else ()  # thunder.jit(..., cuda_graphs=True)
     # an eval forward has no training step
-    systems = [s for s in _systems(args) if not s.startswith("thunder-step") and s != "thunder+graphs"]
-    for system in (*systems, *graphs):
+    systems = [s for s in _systems(args) if not s.startswith("thunder-step")]
+    for system in systems:
         run = _runner(system, model, args)
 
         def call(run: Callable = run) -> None:
@@ -175,7 +182,9 @@ def _mlp_eval_rows(args: argparse.Namespace) -> list[Row]:
                 run(x)
 
         calls = 200
-        ms, first_s, peak = _time(lambda: [call() for _ in range(calls)], args.device, args.warmup, args.steps)
+        ms, first_s, peak = _time(
+            lambda: [call() for _ in range(calls)], args.device, args.warmup, args.steps
+        )
         rows.append(Row("mlp-eval", system, ms / calls, first_s, peak))
     return rows
 
@@ -262,7 +271,9 @@ def print_kernel_categories(profiles: dict[tuple[str, str], dict[str, float]]) -
         print("|---|" + "---|" * len(systems))
         for category in [*categories, "total"]:
             cells = [
-                sum(profiles[(workload, s)].values()) if category == "total" else profiles[(workload, s)].get(category)
+                sum(profiles[(workload, s)].values())
+                if category == "total"
+                else profiles[(workload, s)].get(category)
                 for s in systems
             ]
             print(f"| {category} | " + " | ".join(_fmt(c, ".1f") for c in cells) + " |")
@@ -292,7 +303,9 @@ def _profile(name: str, step: Callable, args: argparse.Namespace, key: tuple[str
         KERNEL_PROFILES[key] = categories
     by_category = ", ".join(f"{c} {ms:.1f}" for c, ms in categories.items())
     with open(path, "w") as f:
-        f.write(f"{name}: {wall_ms:.2f} ms/step wall under the profiler, {kernel_ms:.2f} ms/step in kernels\n")
+        f.write(
+            f"{name}: {wall_ms:.2f} ms/step wall under the profiler, {kernel_ms:.2f} ms/step in kernels\n"
+        )
         f.write(f"kernel ms/step by category: {by_category}\n")
         f.write(averages.table(sort_by=sort_by, row_limit=60))
     print(f"profile of {name} ({wall_ms:.2f} ms/step wall, {kernel_ms:.2f} ms/step kernels): {path}")
@@ -300,18 +313,24 @@ def _profile(name: str, step: Callable, args: argparse.Namespace, key: tuple[str
         print(f"  kernel ms/step by category: {by_category}")
 
 
-def _print_table(rows: list[Row], args: argparse.Namespace) -> None:
-    device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
-    print(f"\n## {device}, torch {torch.__version__}, {args.dtype}, warm-up {args.warmup}, timed {args.steps}")
-    print("| workload | system | ms/step | tokens/s | TFLOP/s | peak GiB | first steps (s) | thunder/eager | thunder/compile |")
+def _print_table(rows: list[Row], args: argparse.Namespace, device: str) -> None:
+    print(
+        f"\n## {device}, torch {torch.__version__}, {args.dtype}, warm-up {args.warmup}, timed {args.steps}"
+    )
+    print(
+        "| workload | system | ms/step | tokens/s | TFLOP/s | peak GiB | first steps (s) | thunder/eager | thunder/compile |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     by_key = {(r.workload, r.system): r for r in rows}
     for r in rows:
+        if r.error:
+            print(f"| {r.workload} | {r.system} | failed: {r.error} |||||||")
+            continue
         ratios = ["", ""]
         if r.system.startswith("thunder"):
             for i, other in enumerate(("eager", "torch.compile")):
                 base = by_key.get((r.workload, other))
-                ratios[i] = f"{r.ms / base.ms:.2f}" if base else "-"
+                ratios[i] = f"{r.ms / base.ms:.2f}" if base and not base.error else "-"
         unit_ms = f"{r.ms:.3f}" if not r.workload.startswith("mlp") else f"{r.ms * 1000:.1f} us"
         print(
             f"| {r.workload} | {r.system} | {unit_ms} | {_fmt(r.tokens_per_s, '.0f')} | {_fmt(r.tflops, '.1f')} | "
@@ -324,46 +343,102 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--size", choices=["full", "tiny"], default=None, help="default: full on CUDA, tiny on CPU")
+    parser.add_argument(
+        "--size", choices=["full", "tiny"], default=None, help="default: full on CUDA, tiny on CPU"
+    )
     parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
     parser.add_argument("--workloads", default="gpt,llama,mlp-eval")
-    parser.add_argument("--systems", default=",".join(SYSTEMS[:4]), help=f"comma-separated, of {', '.join(SYSTEMS)}")
-    parser.add_argument("--executors", default="", help="thunder's executors, comma-separated (default: thunder's)")
+    parser.add_argument(
+        "--systems", default=",".join(SYSTEMS[:4]), help=f"comma-separated, of {', '.join(SYSTEMS)}"
+    )
+    parser.add_argument(
+        "--executors", default="", help="thunder's executors, comma-separated (default: thunder's)"
+    )
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--skip-compile", action="store_true")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--profile-dir", default=os.environ.get("OUT", "."))
+    parser.add_argument(
+        ISOLATE_FLAG, action="store_true", help="each (workload, system) in a process of its own"
+    )
+    parser.add_argument(
+        "--rows-json", default="", help=argparse.SUPPRESS
+    )  # where a child of --isolate writes
     args = parser.parse_args()
     unknown = set(args.systems.split(",")) - set(SYSTEMS)
     if unknown:
         raise SystemExit(f"unknown systems {sorted(unknown)}; known: {', '.join(SYSTEMS)}")
+    if args.isolate:
+        _run_isolated(args)
+        return
     torch.backends.cuda.matmul.allow_tf32 = True
+    rows: list[Row] = []
+    for workload in args.workloads.split(","):
+        rows += _workload_rows(workload, args)
+        if not args.rows_json:
+            _print_table(
+                rows, args, _device_name(args)
+            )  # after each workload, so a time-out still leaves a table
+    if args.rows_json:  # a child of --isolate
+        profiles = [{"workload": w, "system": s, "categories": c} for (w, s), c in KERNEL_PROFILES.items()]
+        write_rows(args.rows_json, [{"row": asdict(r)} for r in rows] + [{"profile": p} for p in profiles])
+        return
+    print_kernel_categories(KERNEL_PROFILES)
+
+
+def _device_name(args: argparse.Namespace) -> str:
+    return torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+
+
+def _workload_rows(workload: str, args: argparse.Namespace) -> list[Row]:
     full = (args.size or ("full" if args.device == "cuda" else "tiny")) == "full"
     dtype = getattr(torch, args.dtype)
     rows: list[Row] = []
+    model: torch.nn.Module | None = None
+    torch.manual_seed(0)  # the same weights in every process of --isolate
+    if workload == "gpt":
+        shape = GPT_SIZES["small" if full else "tiny"]
+        model = GPT(**{k: v for k, v in shape.items() if k != "batch"}).to(args.device, dtype)
+        rows += _training_rows("gpt", model, {**shape}, args)
+    elif workload == "llama":
+        shape = LLAMA_SIZES["7b-4layers" if full else "tiny"]
+        model = Llama(**{k: v for k, v in shape.items() if k != "batch"}).to(args.device, dtype)
+        rows += _training_rows("llama", model, shape, args)
+    elif workload == "mlp-eval":
+        rows += _mlp_eval_rows(args)
+    elif workload == "mlp":
+        rows += _mlp_train_rows(args)
+    else:
+        raise SystemExit(f"unknown workload {workload!r}")
+    del model
+    if args.device == "cuda":
+        torch.cuda.empty_cache()
+    return rows
+
+
+def _run_isolated(args: argparse.Namespace) -> None:
+    """Each (workload, system) in a process of its own (``isolated.py``), then the one table."""
+    rows: list[Row] = []
     for workload in args.workloads.split(","):
-        model: torch.nn.Module | None = None
-        if workload == "gpt":
-            shape = GPT_SIZES["small" if full else "tiny"]
-            model = GPT(**{k: v for k, v in shape.items() if k != "batch"}).to(args.device, dtype)
-            rows += _training_rows("gpt", model, {**shape}, args)
-        elif workload == "llama":
-            shape = LLAMA_SIZES["7b-4layers" if full else "tiny"]
-            model = Llama(**{k: v for k, v in shape.items() if k != "batch"}).to(args.device, dtype)
-            rows += _training_rows("llama", model, shape, args)
-        elif workload == "mlp-eval":
-            rows += _mlp_eval_rows(args)
-        elif workload == "mlp":
-            rows += _mlp_train_rows(args)
-        else:
-            raise SystemExit(f"unknown workload {workload!r}")
-        del model
-        if args.device == "cuda":
-            torch.cuda.empty_cache()
-        _print_table(rows, args)  # after each workload, so a time-out still leaves a table
+        for system in _systems(args):
+            if workload == "mlp-eval" and system.startswith("thunder-step"):
+                continue
+            print(f"\n== {workload} / {system} (a process of its own)", flush=True)
+            child = run_child(__file__, "--workloads", workload, "--systems", system)
+            if isinstance(child, str):
+                rows.append(Row(workload, system, float("nan"), float("nan"), None, error=child))
+                continue
+            rows += [Row(**item["row"]) for item in child if "row" in item]
+            for item in child:
+                if "profile" in item:
+                    profile = item["profile"]
+                    KERNEL_PROFILES[(profile["workload"], profile["system"])] = profile["categories"]
+        _print_table(rows, args, _device_name(args))
     print_kernel_categories(KERNEL_PROFILES)
 
 
