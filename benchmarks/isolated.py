@@ -9,7 +9,9 @@ GiB when its rows came first and 19.93 GiB when GPT-2's came before them, and Ll
 writes its rows as JSON, and the parent prints the one table of all of them.
 
 The child gets the parent's arguments less ``--isolate``, followed by the pair and ``--rows-json``
-(argparse keeps the last value of an option given twice).
+(argparse keeps the last value of an option given twice). Each child starts cold: thunder's on-disk
+cache, Inductor's and Triton's caches are empty folders of its own, so that no row loads what an
+earlier row compiled (a second thunder row would otherwise load the first one's traces and kernels).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import tempfile
 from typing import Any
 
 ISOLATE_FLAG = "--isolate"
+_CACHE_VARIABLES = ("THUNDER_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
 
 def run_child(script: str, *arguments: str) -> list[dict[str, Any]] | str:
@@ -31,7 +34,8 @@ def run_child(script: str, *arguments: str) -> list[dict[str, Any]] | str:
         path = os.path.join(folder, "rows.json")
         inherited = [a for a in sys.argv[1:] if a != ISOLATE_FLAG]
         command = [sys.executable, script, *inherited, *arguments, "--rows-json", path]
-        done = subprocess.run(command, check=False)
+        cold = {name: os.path.join(folder, name.lower()) for name in _CACHE_VARIABLES}
+        done = subprocess.run(command, check=False, env={**os.environ, **cold})
         if not os.path.exists(path):
             return f"its process exited with {done.returncode} before writing its rows"
         with open(path) as f:
