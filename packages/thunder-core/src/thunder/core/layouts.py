@@ -9,10 +9,12 @@ returned a reshape where eager raises, and ``y = x.t().contiguous(); y.add_(1)``
 A tensor's eager layout is its view chain (``core/inplace.py``: the view prims from the tensor they
 view) replayed on a meta tensor of its root's layout. The root is contiguous when a non-view op made
 it (eager's ops return contiguous tensors, except elementwise ops on permuted inputs, which keep the
-permutation: not modelled). The root is an input: its strides are not in the trace nor checked by the
-prologue, so the trace assumes a contiguous input, and the computation checks on every call, on the
-real input (``layouts.check``, a few PyTorch views), that eager decides as the trace did; a call
-where it would not raises (``view``: eager's own error).
+permutation: not modelled). A root that is an input has the strides it had when traced
+(``PrologueBuilder.input_strides``), and the prologue checks on every call that eager answers for
+that call's input as it did for the traced one (``layouts.guard``): another answer is a cache miss,
+a compile for that layout, which raises eager's error where eager raises (``x.view(-1)`` of a
+transposed input). A trace no prologue is being built for (a transform's) assumes a contiguous input,
+and its computation checks that on every call (``layouts.check``, raising).
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from typing import Any
 import torch
 
 from thunder.core.inplace import is_view_symbol, replay_views, torch_step, view_chains
+from thunder.core.prologue import GuardFailure, builder_of
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import Trace, get_tracectx
 
-__all__ = ["view_allowed", "is_contiguous", "reshape_views", "check"]
+__all__ = ["view_allowed", "is_contiguous", "reshape_views", "guard", "check"]
 
 
 class _Chains:
@@ -92,42 +95,60 @@ class _Unknown(Exception):
 
 
 def _eager_tensor(trace: Trace, proxy: TensorProxy) -> tuple[torch.Tensor, TensorProxy, tuple] | None:
-    """A meta tensor with eager's layout of ``proxy`` (its root contiguous), its root and steps. Symbolic
-    sizes take the sizes of the traced call: a view of an input is checked with the real ones on every
-    call; an intermediate's may differ where another size makes a dim 1 (not modelled)."""
+    """A meta tensor with eager's layout of ``proxy``, its root and steps: the root has the strides of
+    the input it is (as traced), else is contiguous. Symbolic sizes take the sizes of the traced call:
+    a view of an input is checked with the real ones on every call; an intermediate's may differ where
+    another size makes a dim 1 (not modelled)."""
     chains = _chains.get(trace)
     if chains is None:
         chains = _chains[trace] = _Chains()
     root, steps = chains.of(trace, proxy)
+    builder = builder_of(trace)
+    strides = builder.input_strides.get(root.name) if builder is not None else None
     try:
-        base = torch.empty(_hinted(tuple(root.shape)), dtype=root.dtype.torch_dtype, device="meta")
+        shape, dtype = _hinted(tuple(root.shape)), root.dtype.torch_dtype
+        if strides is not None and any(root is p for p in trace.args):
+            base = torch.empty_strided(shape, strides, dtype=dtype, device="meta")
+        else:
+            base = torch.empty(shape, dtype=dtype, device="meta")
         return replay_views(base, _hinted(steps)), root, steps
     except Exception:  # noqa: BLE001 -- a size without a hint, a step PyTorch replays otherwise: unknown
         return None
 
 
-def _decide(proxy: TensorProxy, kind: str, shape: tuple, answer: Any) -> bool | None:
-    """``answer(eager_tensor)`` where thunder knows eager's layout, else None. For a view of an input
-    (assumed contiguous) the computation checks the answer on every call, and this returns None."""
+def _decide(proxy: TensorProxy, kind: str, shape: tuple, answer: Any) -> tuple[bool | None, bool]:
+    """``answer(eager_tensor)`` where thunder knows eager's layout, else None; and whether the answer
+    is checked when the computation runs (then eager's error comes from there).
+
+    A view of an input takes the input's layout as traced, and the prologue checks that a later call's
+    input gets the same answer: another answer is a cache miss, a compile for that layout. Where no
+    prologue is being built (a trace a transform makes) the input is assumed contiguous and the
+    computation checks it on every call (``layouts.check``: another answer raises)."""
     trace = get_tracectx()
     if trace is None or trace.depth > 1:  # inside a decomposition: thunder's own ops, not the user's
-        return None
+        return None, False
     modelled = _eager_tensor(trace, proxy)
     if modelled is None:
-        return None
+        return None, False
     tensor, root, steps = modelled
     try:
         decided = answer(tensor)
     except _Unknown:
-        return None
+        return None, False
     if not any(root is p for p in trace.args):
-        return decided
-    bound = BoundSymbol(check_symbol(), (root, steps, kind, shape, decided), {}, None, (), grad_enabled=False)
+        return decided, False
+    builder = builder_of(trace)
+    arguments = (root, steps, kind, shape, decided)
+    if builder is not None and root.name in builder.input_strides:
+        traced = builder.input_strides[root.name]
+        if builder.add_layout_guard(BoundSymbol(guard_symbol(), (*arguments, traced), {}, None, ())):
+            return decided, False
+    bound = BoundSymbol(check_symbol(), arguments, {}, None, (), grad_enabled=False)
     if trace.depth == 0:
         trace.record(bound)
     else:  # the user's call being recorded: the check goes before it
         trace.bound_symbols.append(bound)
-    return decided
+    return decided, True
 
 
 def _viewable(tensor: torch.Tensor, shape: tuple) -> bool:
@@ -139,33 +160,75 @@ def _viewable(tensor: torch.Tensor, shape: tuple) -> bool:
 
 
 def view_allowed(proxy: TensorProxy, shape: tuple) -> bool:
-    """False where eager's ``proxy.view(shape)`` fails for certain; a view of an input is checked on
-    every call (eager's error there)."""
-    decided = _decide(proxy, "view", tuple(shape), lambda t: _viewable(t, tuple(shape)))
-    trace = get_tracectx()
-    return decided is not False or _root_is_input(trace, proxy)
+    """False where eager's ``proxy.view(shape)`` fails."""
+    decided, checked_when_run = _decide(proxy, "view", tuple(shape), lambda t: _viewable(t, tuple(shape)))
+    return decided is not False or checked_when_run
 
 
 def is_contiguous(proxy: TensorProxy) -> bool:
     """Whether eager's ``proxy`` is contiguous (True where the layout is not modelled)."""
-    decided = _decide(proxy, "contiguous", (), lambda t: t.is_contiguous())
+    decided, _ = _decide(proxy, "contiguous", (), lambda t: t.is_contiguous())
     return decided is not False
 
 
 def reshape_views(proxy: TensorProxy, shape: tuple) -> bool:
     """Whether eager's ``proxy.reshape(shape)`` is a view, not a copy (True where not modelled)."""
-    decided = _decide(proxy, "reshape", tuple(shape), lambda t: _viewable(t, tuple(shape)))
+    decided, _ = _decide(proxy, "reshape", tuple(shape), lambda t: _viewable(t, tuple(shape)))
     return decided is not False
-
-
-def _root_is_input(trace: Trace | None, proxy: TensorProxy) -> bool:
-    chains = _chains.get(trace) if trace is not None else None
-    root = chains.chains.get(proxy.name, (proxy, ()))[0] if chains is not None else proxy
-    return trace is not None and any(root is p for p in trace.args)
 
 
 # ---------------------------------------------------------------------------------------------
 # The check on every call
+
+
+def _answer(tensor: torch.Tensor, kind: str, shape: tuple) -> bool:
+    return tensor.is_contiguous() if kind == "contiguous" else _viewable(tensor, shape)
+
+
+def _guard(x: torch.Tensor, steps: tuple, kind: str, shape: tuple, expected: bool, traced: tuple) -> None:
+    """In the prologue: eager answers for ``x``'s layout as for the one traced (``traced``: its strides,
+    for the recompile reason), else another entry."""
+    try:
+        actual = _answer(replay_views(x, steps), kind, shape)
+    except Exception as error:  # noqa: BLE001 -- a view PyTorch refuses for this layout: not this entry
+        raise GuardFailure from error
+    if actual is not expected:
+        raise GuardFailure
+
+
+def _guard_meta(x: TensorProxy, steps: tuple, kind: str, shape: tuple, expected: bool, traced: tuple) -> None:
+    return None
+
+
+_guard_symbol: Symbol | None = None
+
+
+def guard_symbol() -> Symbol:
+    """``layouts.guard(x, steps, kind, shape, expected, traced)``: the prologue's check of an input's layout."""
+    global _guard_symbol
+    if _guard_symbol is None:
+        _guard_symbol = Symbol(
+            name="guard", id="layouts.guard", meta=_guard_meta, module="layouts", fn=_guard
+        )
+    return _guard_symbol
+
+
+guard = _guard  # what ``layouts.guard`` names in a printed prologue
+
+
+def describe_guard(
+    x: torch.Tensor, steps: tuple, kind: str, shape: tuple, expected: bool, traced: tuple
+) -> tuple:
+    """For a recompile reason: the strides before and after, and what eager does otherwise for them."""
+    construct = {"view": "view({})", "reshape": "reshape({})", "contiguous": "contiguous()"}[kind]
+    construct = construct.format(list(shape))
+    of = "x" + "".join(f".{step[0]}({', '.join(map(repr, step[1:]))})" for step in steps)
+    verb = {"view": ("fails", "works"), "reshape": ("copies", "views"), "contiguous": ("copies", "views")}[
+        kind
+    ]
+    does, otherwise = (verb[1], verb[0]) if expected else (verb[0], verb[1])
+    consequence = f"eager's {of}.{construct} {does} for the first, {otherwise} for the second"
+    return f"strides {tuple(traced)}", f"strides {tuple(x.stride())}", consequence
 
 
 def _check(x: torch.Tensor, steps: tuple, kind: str, shape: tuple, expected: bool) -> None:
@@ -173,7 +236,7 @@ def _check(x: torch.Tensor, steps: tuple, kind: str, shape: tuple, expected: boo
     if kind == "view":
         tensor.view(shape)  # eager's error where this call's layout does not allow the view
         return
-    actual = tensor.is_contiguous() if kind == "contiguous" else _viewable(tensor, shape)
+    actual = _answer(tensor, kind, shape)
     if actual != expected:
         construct = "contiguous()" if kind == "contiguous" else f"reshape({list(shape)})"
         raise RuntimeError(

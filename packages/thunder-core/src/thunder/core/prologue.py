@@ -13,6 +13,7 @@ import ast
 import copy
 import math
 import operator
+import weakref
 from typing import Any
 
 import torch
@@ -39,6 +40,7 @@ __all__ = [
     "add_size_guards",
     "with_tensor_shapes",
     "PrologueBuilder",
+    "builder_of",
     "check_tensor",
     "check_value",
     "check_identity",
@@ -477,6 +479,11 @@ class PrologueBuilder:
         self._finished = False
         # the symbols of the sizes traced as symbolic, if any (core/symbolic_shapes.py)
         self.shape_symbols: symbolic_shapes.ShapeSymbols | None = None
+        # each tensor input's strides when traced, and the checks that eager's layout-dependent answers
+        # are the traced ones (core/layouts.py): after the tensors' checks, which they rely on
+        self.input_strides: dict[str, tuple[int, ...]] = {}
+        self._layout_guards: list[BoundSymbol] = []
+        _BUILDERS[computation] = weakref.ref(self)
 
     def _first_guard(self, key: str) -> bool:
         """True the first time a check is asked for ``key`` (the expression checked): later ones are dropped."""
@@ -521,6 +528,8 @@ class PrologueBuilder:
             proxy = TensorProxy.from_tensor(tensor, name=name)
         self._tensors[id(tensor)] = (tensor, proxy)
         self.computation.args.append(proxy)
+        if tensor.layout is torch.strided:
+            self.input_strides[proxy.name] = tuple(tensor.stride())
         with tracectx(self.prologue):
             self.prologue.names.add(proxy.name)
             expression = source.expression(self._constant_name)
@@ -692,6 +701,17 @@ class PrologueBuilder:
                 BoundSymbol(CHECK_IDENTITY, (expression, self._constant_name(value), shown_value(value)))
             )
 
+    def add_layout_guard(self, bound_symbol: BoundSymbol) -> bool:
+        """Check an input's layout where eager's answer depends on it (core/layouts.py); False once the
+        prologue is compiled (too late to check anything more)."""
+        if not self._finished:
+            self._layout_guards.append(bound_symbol)
+        elif self.prologue._python_callable is None:
+            self._record(bound_symbol)
+        else:
+            return False
+        return True
+
     def finish(self) -> Trace:
         expression_index = {
             UNPACK: (0,), CHECK_VALUE: (0,), CHECK_IDENTITY: (0,), CHECK_EMPTY: (0,), CHECK_KEYS: (0,),
@@ -702,6 +722,7 @@ class PrologueBuilder:
         )
         if TORCH_TENSOR_GUARDS is not None:
             self._check_tensors_at_once()
+        self.prologue.bound_symbols.extend(self._layout_guards)
         self.prologue.record(BoundSymbol(RETURN, (list(self.computation.args),)))
         self._finished = True
         self.prologue.header = "Prologue: fetches and checks the computation's inputs"
@@ -720,6 +741,17 @@ class PrologueBuilder:
                 name = f"_{name}"
             self.prologue.names.add(name)
             bound_symbols.append(tensor_checks(entries, self.prologue.constants, name))
+
+
+# The builder of each computation being traced, for core/layouts.py: weak both ways, a builder lives as
+# long as its frontend keeps it.
+_BUILDERS: weakref.WeakKeyDictionary[Trace, weakref.ref[PrologueBuilder]] = weakref.WeakKeyDictionary()
+
+
+def builder_of(computation: Trace) -> PrologueBuilder | None:
+    """The ``PrologueBuilder`` of ``computation`` while it is traced, else None."""
+    ref = _BUILDERS.get(computation)
+    return ref() if ref is not None else None
 
 
 def _merge_empty_checks(bound_symbols: list[BoundSymbol]) -> list[BoundSymbol]:

@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from thunder.core import layouts
 from thunder.core.diagnostics.log_channels import channel_logger
 from thunder.core.prologue import (
     CHECK_CONTAINER,
@@ -171,6 +172,10 @@ def _bound_symbol_of_line(trace: Trace, line: str) -> BoundSymbol | None:
         printer = bound_symbol.symbol.printer
         if printer is not None and any(printed.strip() == line for printed in printer(bound_symbol)):
             return bound_symbol
+        if bound_symbol.symbol is layouts.guard_symbol() and line.startswith(
+            f"layouts.guard({bound_symbol.args[0].name},"
+        ):
+            return bound_symbol  # printed as a call; its explainer reads the guard's own arguments
     return None
 
 
@@ -278,6 +283,13 @@ def _explain_container(bound: BoundSymbol, frame: FrameType, inner: Any, describ
     return _Finding(f"{what} changed: {before} -> {after}", what, before, after)
 
 
+def _explain_layout(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
+    arguments = ("x", "steps", "kind", "shape", "expected", "traced")
+    before, after, consequence = layouts.describe_guard(*(inner.f_locals[name] for name in arguments))
+    what = describer.describe(bound.args[0].name)
+    return _Finding(f"{what} changed layout: {before} -> {after}; {consequence}", what, before, after)
+
+
 def _explain_same(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
     expression, first_expression = bound.args
     what, first = describer.describe(expression), describer.describe(first_expression)
@@ -311,6 +323,7 @@ _EXPLAINERS: dict[str, Callable[..., _Finding]] = {
     CHECK_CONTAINER.id: _explain_container,
     CHECK_SAME.id: _explain_same,
     CHECK_EMPTY.id: _explain_empty,
+    "layouts.guard": _explain_layout,
 }
 
 
