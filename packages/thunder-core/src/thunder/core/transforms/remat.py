@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import networkx as nx
-
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import RETURN, BoundSymbol
 from thunder.core.trace import from_trace
@@ -122,17 +120,17 @@ def cheapest_cut(
     Values that ``symbols`` do not make (inputs), and those made by symbols that are not
     ``recomputable``, can only be kept, never recomputed.
     """
-    graph = nx.DiGraph()
+    capacities: dict[tuple[str, str], int | None] = {}  # None: infinite
     tensors: dict[str, TensorProxy] = {}
 
     def add_tensor(proxy: TensorProxy) -> None:
         if proxy.name in tensors:
             return
         tensors[proxy.name] = proxy
-        graph.add_edge(f"{proxy.name}.in", f"{proxy.name}.out", capacity=weight(proxy))
+        capacities[(f"{proxy.name}.in", f"{proxy.name}.out")] = weight(proxy)
         producer = producers.get(proxy.name)
         if producer is None or not recomputable(producer):
-            graph.add_edge(_SOURCE, f"{proxy.name}.in")  # no capacity: infinite
+            capacities[(_SOURCE, f"{proxy.name}.in")] = None
 
     for bound_symbol in symbols:
         outputs = [p for p in bound_symbol.proxy_outputs() if isinstance(p, TensorProxy)]
@@ -142,14 +140,111 @@ def cheapest_cut(
             if isinstance(argument, TensorProxy):
                 add_tensor(argument)
                 for output in outputs:
-                    graph.add_edge(f"{argument.name}.out", f"{output.name}.in")
+                    capacities[(f"{argument.name}.out", f"{output.name}.in")] = None
     for proxy in needed:
         add_tensor(proxy)
-        graph.add_edge(f"{proxy.name}.out", _SINK)
-    _, (source_side, _) = nx.minimum_cut(graph, _SOURCE, _SINK)
-    return [
-        tensors[name] for name in tensors if f"{name}.in" in source_side and f"{name}.out" not in source_side
-    ]
+        capacities[(f"{proxy.name}.out", _SINK)] = None
+    sink_side = _sink_side_of_minimum_cut(capacities, _SOURCE, _SINK)
+    return [tensors[name] for name in tensors if f"{name}.in" not in sink_side and f"{name}.out" in sink_side]
+
+
+def _sink_side_of_minimum_cut(
+    capacities: dict[tuple[str, str], int | None], source: str, sink: str
+) -> set[str]:
+    """The nodes that can still reach ``sink`` once a maximum flow from ``source`` runs (Dinic's algorithm).
+
+    Every maximum flow leaves the same such set: the sink side of the minimum cut whose sink side is
+    smallest. ``None`` is an infinite capacity; it is stood in for by more than all finite capacities
+    together, which no flow fills, since cutting every finite edge is a cut.
+    """
+    infinite = sum(c for c in capacities.values() if c is not None) + 1
+    # residual graph: edge i runs heads[i ^ 1] -> heads[i], with residual capacity residual[i]
+    heads: list[str] = []
+    residual: list[int] = []
+    edges_of: dict[str, list[int]] = {}
+    for (tail, head), capacity in capacities.items():
+        edges_of.setdefault(tail, []).append(len(heads))
+        heads.append(head)
+        residual.append(infinite if capacity is None else capacity)
+        edges_of.setdefault(head, []).append(len(heads))
+        heads.append(tail)
+        residual.append(0)
+    if source in edges_of and sink in edges_of:
+        while True:
+            level = _levels(source, sink, edges_of, heads, residual)
+            if sink not in level:
+                break
+            next_edge: dict[str, int] = {}  # per node, the first of its edges that may still carry flow
+            while _push_path(source, sink, level, next_edge, edges_of, heads, residual):
+                pass
+    reaching = {sink}
+    pending = [sink]
+    while pending:  # backwards: a node reaches v when the edge into v has residual capacity
+        node = pending.pop()
+        for edge in edges_of.get(node, ()):
+            tail = heads[edge]
+            if tail not in reaching and residual[edge ^ 1] > 0:
+                reaching.add(tail)
+                pending.append(tail)
+    return reaching
+
+
+def _levels(
+    source: str, sink: str, edges_of: dict[str, list[int]], heads: list[str], residual: list[int]
+) -> dict[str, int]:
+    """Breadth-first distances from ``source`` over edges with residual capacity."""
+    level = {source: 0}
+    frontier = [source]
+    while frontier and sink not in level:
+        following = []
+        for node in frontier:
+            for edge in edges_of[node]:
+                head = heads[edge]
+                if residual[edge] > 0 and head not in level:
+                    level[head] = level[node] + 1
+                    following.append(head)
+        frontier = following
+    return level
+
+
+def _push_path(
+    source: str,
+    sink: str,
+    level: dict[str, int],
+    next_edge: dict[str, int],
+    edges_of: dict[str, list[int]],
+    heads: list[str],
+    residual: list[int],
+) -> bool:
+    """Push flow along one path of increasing level from ``source`` to ``sink``; False when none is left.
+
+    Dead ends are dropped from ``level`` so that later searches of the phase skip them.
+    """
+    path: list[int] = []
+    node = source
+    while node != sink:
+        edges = edges_of[node]
+        position = next_edge.get(node, 0)
+        while position < len(edges):
+            edge = edges[position]
+            head = heads[edge]
+            if residual[edge] > 0 and level.get(head, -1) == level[node] + 1:
+                break
+            position += 1
+        next_edge[node] = position
+        if position == len(edges):  # a dead end: back up one edge
+            del level[node]
+            if not path:
+                return False
+            node = heads[path.pop() ^ 1]
+            continue
+        path.append(edges[position])
+        node = heads[edges[position]]
+    pushed = min(residual[edge] for edge in path)
+    for edge in path:
+        residual[edge] -= pushed
+        residual[edge ^ 1] += pushed
+    return True
 
 
 def _placed_before_use(recomputed: list[BoundSymbol], backward: list[BoundSymbol]) -> list[BoundSymbol]:
