@@ -258,3 +258,68 @@ def test_symbolic_sizes_take_eagers_layout_too() -> None:
     for rows in (3, 5):
         with pytest.raises(RuntimeError, match=_VIEW_ERROR):
             view_of_transpose(torch.randn(rows, 4))
+
+
+# Eager's elementwise ops, type conversions and the like keep a permuted operand's layout
+# (TensorIterator, ``preserve_format``): ``(x.t() * 2).view(-1)`` raises in eager, and a write through
+# ``(x.t() * 2).contiguous()`` does not reach the product. Thunder runs the op on meta tensors of its
+# operands' layouts to know the result's.
+def _write_through_contiguous_of_a_product(x):
+    y = x.t() * 2
+    z = y.contiguous()
+    z.add_(1)
+    return y, z
+
+
+def _write_through_reshape_of_a_product(x):
+    y = x.t() + 1
+    y.reshape(-1)[:2].fill_(-5.0)
+    return y
+
+
+def _contiguous_of_where(x):
+    y = torch.where(x.t() > 2, x.t(), 0.0)
+    y.contiguous().mul_(3)
+    return y
+
+
+OPS_KEEPING_LAYOUT = {
+    "mul": lambda x: (x.t() * 2).view(-1),
+    "add": lambda x: (x.t() + 1).view(-1),
+    "relu": lambda x: torch.relu(x.t()).view(-1),
+    "to float64": lambda x: x.t().to(torch.float64).view(-1),
+    "clone": lambda x: x.t().clone().view(-1),
+    "zeros_like": lambda x: torch.zeros_like(x.t()).view(-1),
+    "two operands": lambda x: (x.t() * x.t()).view(-1),
+    "permuted first operand": lambda x: (x.t() + x.t().contiguous()).view(-1),
+    "contiguous first operand": lambda x: (x.t().contiguous() + x.t()).view(-1),
+    "broadcast": lambda x: (x.t() * torch.ones(3, 1)).view(-1),
+    "chain": lambda x: torch.sigmoid(x.t().exp() - 1).view(-1),
+    "of an input": lambda x: (x * 2).view(-1),
+    "permute 3-d": lambda x: (x.reshape(1, 2, 3).permute(2, 0, 1) * 3).view(6),
+    "reduction": lambda x: x.t().sum(0).view(-1),
+    "matmul": lambda x: (x.t() @ torch.ones(2, 2)).view(-1),
+    "contiguous product": lambda x: (x.t() * 2).contiguous().view(-1),
+    "write through contiguous": _write_through_contiguous_of_a_product,
+    "write through reshape": _write_through_reshape_of_a_product,
+    "where, contiguous, write": _contiguous_of_where,
+}
+
+
+@pytest.mark.parametrize("name", list(OPS_KEEPING_LAYOUT))
+def test_ops_keep_a_permuted_operands_layout_as_in_eager(name: str) -> None:
+    fn = OPS_KEEPING_LAYOUT[name]
+    jitted = thunder.jit(fn)
+    for step, layout in enumerate(
+        ["contiguous", "transposed", "every other column", "contiguous", "transposed"]
+    ):
+        x, expected_x = LAYOUTS[layout](step), LAYOUTS[layout](step)
+        try:
+            expected = fn(expected_x)
+        except RuntimeError as error:
+            assert _VIEW_ERROR in str(error)
+            with pytest.raises(RuntimeError, match=_VIEW_ERROR):
+                jitted(x)
+            continue
+        torch.testing.assert_close(jitted(x), expected, msg=lambda m: f"{layout}: {m}")
+        torch.testing.assert_close(x, expected_x)

@@ -7,11 +7,12 @@ does not share with ``x``), and ``x.reshape(shape)`` copies instead of viewing. 
 returned a reshape where eager raises, and ``y = x.t().contiguous(); y.add_(1)`` wrote into ``x``.
 
 A tensor's eager layout is its view chain (``core/inplace.py``: the view prims from the tensor they
-view) replayed on a meta tensor of its root's layout. The root is contiguous when a non-view op made
-it (eager's ops return contiguous tensors, except elementwise ops on permuted inputs, which keep the
-permutation: not modelled). A root that is an input has the strides it had when traced
-(``PrologueBuilder.input_strides``), and the prologue checks on every call that eager answers for
-that call's input as it did for the traced one (``layouts.guard``): another answer is a cache miss,
+view) replayed on a meta tensor of its root's layout. A root a non-view op made has the layout eager's
+op gives on meta tensors of its operands' layouts (elementwise ops keep a permuted operand's layout);
+contiguous operands make a contiguous result except for the ops of ``_MAKES_ITS_OWN_LAYOUT``. A root
+that is an input has the strides it had when traced (``PrologueBuilder.input_strides``), and the
+prologue checks on every call that eager answers for that call's input as it did for the traced one
+(``layouts.guard``; for a tensor an op made of inputs, their strides): another answer is a cache miss,
 a compile for that layout, which raises eager's error where eager raises (``x.view(-1)`` of a
 transposed input). A trace no prologue is being built for (a transform's) assumes a contiguous input,
 and its computation checks that on every call (``layouts.check``, raising).
@@ -24,9 +25,11 @@ from typing import Any
 
 import torch
 
+from thunder.core import devices, dtypes
 from thunder.core.inplace import is_view_symbol, replay_views, torch_step, view_chains
 from thunder.core.prologue import GuardFailure, builder_of
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import NumberProxy, TensorProxy
+from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import Trace, get_tracectx
 
@@ -34,11 +37,15 @@ __all__ = ["view_allowed", "is_contiguous", "reshape_views", "guard", "check"]
 
 
 class _Chains:
-    """For each top-level tensor of a trace that is a view: its root and PyTorch view steps."""
+    """For each top-level tensor of a trace that is a view: its root and PyTorch view steps; for each
+    tensor an op made: that op (``made``), and once asked, its eager layout (``layouts``)."""
 
     def __init__(self) -> None:
         self.scanned = 0
         self.chains: dict[str, tuple[TensorProxy, tuple]] = {}
+        self.made: dict[str, BoundSymbol] = {}
+        self.layouts: dict[str, _Layout] = {}
+        self.guarded: set[str] = set()  # inputs whose strides the prologue checks
 
     def of(self, trace: Trace, proxy: TensorProxy) -> tuple[TensorProxy, tuple]:
         for bound_symbol in trace.bound_symbols[self.scanned :]:
@@ -51,6 +58,9 @@ class _Chains:
 
     def _note(self, bound_symbol: BoundSymbol) -> None:
         if not is_view_symbol(bound_symbol.symbol) or not bound_symbol.args:
+            for output in bound_symbol.proxy_outputs():
+                if isinstance(output, TensorProxy):
+                    self.made.setdefault(output.name, bound_symbol)
             return
         source = bound_symbol.args[0]
         if not isinstance(source, TensorProxy):
@@ -94,26 +104,188 @@ class _Unknown(Exception):
     pass
 
 
-def _eager_tensor(trace: Trace, proxy: TensorProxy) -> tuple[torch.Tensor, TensorProxy, tuple] | None:
-    """A meta tensor with eager's layout of ``proxy``, its root and steps: the root has the strides of
-    the input it is (as traced), else is contiguous. Symbolic sizes take the sizes of the traced call:
-    a view of an input is checked with the real ones on every call; an intermediate's may differ where
-    another size makes a dim 1 (not modelled)."""
+class _Layout:
+    """Eager's layout of a tensor (a meta tensor of its strides), and the inputs it follows: those whose
+    layout, at another call, may give it another one (the prologue then checks theirs)."""
+
+    __slots__ = ("tensor", "follows")
+
+    def __init__(self, tensor: torch.Tensor, follows: frozenset[str]) -> None:
+        self.tensor, self.follows = tensor, follows
+
+
+def _eager_tensor(
+    trace: Trace, proxy: TensorProxy
+) -> tuple[torch.Tensor, TensorProxy, tuple, frozenset] | None:
+    """A meta tensor with eager's layout of ``proxy``, its root and steps, and the inputs whose layout
+    it follows. The root has the strides of the input it is (as traced), or the layout eager's op that
+    made it gives (``_made_layout``). Symbolic sizes take the sizes of the traced call: a view of an
+    input is checked with the real ones on every call; an intermediate's may differ where another size
+    makes a dim 1 (not modelled)."""
     chains = _chains.get(trace)
     if chains is None:
         chains = _chains[trace] = _Chains()
     root, steps = chains.of(trace, proxy)
-    builder = builder_of(trace)
-    strides = builder.input_strides.get(root.name) if builder is not None else None
     try:
-        shape, dtype = _hinted(tuple(root.shape)), root.dtype.torch_dtype
-        if strides is not None and any(root is p for p in trace.args):
-            base = torch.empty_strided(shape, strides, dtype=dtype, device="meta")
-        else:
-            base = torch.empty(shape, dtype=dtype, device="meta")
-        return replay_views(base, _hinted(steps)), root, steps
+        layout = _root_layout(trace, chains, root)
+        return replay_views(layout.tensor, _hinted(steps)), root, steps, layout.follows
     except Exception:  # noqa: BLE001 -- a size without a hint, a step PyTorch replays otherwise: unknown
         return None
+
+
+def _root_layout(trace: Trace, chains: _Chains, root: TensorProxy) -> _Layout:
+    """The layout of a tensor no view made: an input's as traced, else eager's op's on its operands'
+    layouts, computed for each op once, operands first (no recursion: a chain may be long)."""
+    pending, expanded = [root], set()
+    while pending:
+        proxy = pending[-1]
+        if proxy.name in chains.layouts:
+            pending.pop()
+            continue
+        made = chains.made.get(proxy.name)
+        operands = _tensor_operands(made) if made is not None else []
+        roots = {r.name: r for r in (chains.of(trace, operand)[0] for operand in operands)}
+        missing = [r for name, r in roots.items() if name not in chains.layouts and name != proxy.name]
+        if missing and proxy.name not in expanded:
+            expanded.add(proxy.name)
+            pending.extend(missing)
+            continue
+        if missing or proxy.name in roots:  # its own operand (an update in place): its layout stays unknown
+            chains.layouts[proxy.name] = _Layout(_contiguous_meta(proxy), frozenset())
+        else:
+            chains.layouts[proxy.name] = _layout_of(trace, chains, proxy, made, operands)
+        pending.pop()
+    return chains.layouts[root.name]
+
+
+def _contiguous_meta(proxy: TensorProxy) -> torch.Tensor:
+    return torch.empty(_hinted(tuple(proxy.shape)), dtype=proxy.dtype.torch_dtype, device="meta")
+
+
+def _layout_of(
+    trace: Trace, chains: _Chains, proxy: TensorProxy, made: BoundSymbol | None, operands: list
+) -> _Layout:
+    if made is None:  # an input, or a tensor from outside the trace
+        builder = builder_of(trace)
+        strides = builder.input_strides.get(proxy.name) if builder is not None else None
+        if strides is None or not any(proxy is p for p in trace.args):
+            return _Layout(_contiguous_meta(proxy), frozenset())
+        shape, dtype = _hinted(tuple(proxy.shape)), proxy.dtype.torch_dtype
+        return _Layout(
+            torch.empty_strided(shape, strides, dtype=dtype, device="meta"), frozenset({proxy.name})
+        )
+    metas = {operand.name: _eager_tensor(trace, operand) for operand in operands}
+    if any(meta is None for meta in metas.values()):
+        return _Layout(_contiguous_meta(proxy), frozenset())
+    follows: set[str] = set()
+    passes = _passes_layout(made.symbol)
+    for _, _, _, operand_follows in metas.values():
+        # an input contiguous when traced is followed only through ops known to pass a layout on; one
+        # that was not, through any op (its layout may have made this one)
+        follows |= {name for name in operand_follows if passes or not _traced_contiguous(trace, name)}
+    tensor = _run_on_meta(made, proxy, {name: meta[0] for name, meta in metas.items()})
+    return _Layout(tensor if tensor is not None else _contiguous_meta(proxy), frozenset(follows))
+
+
+def _traced_contiguous(trace: Trace, name: str) -> bool:
+    builder = builder_of(trace)
+    proxy = next(p for p in trace.args if getattr(p, "name", None) == name)
+    strides = builder.input_strides.get(name) if builder is not None else None
+    meta = torch.empty_strided(_hinted(tuple(proxy.shape)), strides, device="meta") if strides else None
+    return meta is None or meta.is_contiguous()
+
+
+def _tensor_operands(bound_symbol: BoundSymbol) -> list[TensorProxy]:
+    seen: dict[str, TensorProxy] = {}
+    for leaf in tree_leaves((bound_symbol.args, bound_symbol.kwargs)):
+        if isinstance(leaf, TensorProxy):
+            seen.setdefault(leaf.name, leaf)
+    return list(seen.values())
+
+
+# Ops that are not elementwise yet give their result the layout of their input (eager's
+# ``preserve_format``, TensorIterator): an input's layout reaches a later view through them.
+_LAYOUT_PASSING = frozenset({
+    "clone", "to", "type_as", "type", "float", "double", "half", "bfloat16", "bool", "int", "long", "short",
+    "char", "byte", "cfloat", "cdouble", "relu", "gelu", "sigmoid", "glu", "normalize", "where", "fill",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
+    "dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d",
+    "native_dropout", "index_put", "sort", "flip", "fliplr", "flipud", "diff", "expand_copy", "prelu",
+    "nan_to_num", "masked_scatter", "index_fill", "index_copy", "scatter_reduce",
+})  # fmt: skip
+
+
+def _passes_layout(symbol: Symbol) -> bool:
+    return "elementwise" in symbol.tags or (symbol.module == "ltorch" and symbol.name in _LAYOUT_PASSING)
+
+
+# Ops (besides views) whose result eager may lay out otherwise than contiguous from contiguous operands
+# (a memory_format argument, a transpose inside); ``test_layouts_of_ops.py`` finds them in the OpInfo
+# database: an op missing here would be taken as contiguous.
+_MAKES_ITS_OWN_LAYOUT = frozenset({
+    "to", "type", "type_as", "float", "double", "half", "bfloat16", "bool", "int", "long", "short", "char",
+    "byte", "cfloat", "cdouble", "clone", "contiguous", "quantile", "nanquantile", "rot90", "einsum",
+    "new_empty_strided", "empty_strided", "empty_permuted", "empty_like", "zeros_like", "ones_like",
+    "full_like", "rand_like", "randn_like", "randint_like", "meshgrid", "broadcast_tensors", "broadcast_to",
+})  # fmt: skip
+
+
+def _makes_its_own_layout(made: BoundSymbol) -> bool:
+    return made.symbol.name in _MAKES_ITS_OWN_LAYOUT or "memory_format" in made.kwargs
+
+
+_torch_functions: dict[int, list] | None = None
+
+
+def _torch_functions_of(symbol: Symbol) -> list:
+    global _torch_functions
+    if _torch_functions is None:
+        from thunder.torch.registry import torch_callables  # the torch language registers its symbols
+
+        _torch_functions = {}
+        for function, registered in torch_callables().items():
+            _torch_functions.setdefault(id(registered), []).append(function)
+    return _torch_functions.get(id(symbol), [])
+
+
+def _run_on_meta(
+    made: BoundSymbol, proxy: TensorProxy, metas: dict[str, torch.Tensor]
+) -> torch.Tensor | None:
+    """The tensor eager's op gives for ``proxy`` on meta tensors of its operands' layouts; None where
+    thunder cannot tell (no torch function, no meta kernel): then contiguous, eager's usual layout."""
+    symbol = made.symbol
+    if symbol.module != "ltorch" or symbol.name.endswith("_"):  # in place: it keeps its input's layout
+        return None
+    outputs = [p for p in made.proxy_outputs() if isinstance(p, TensorProxy)]
+    if all(meta.is_contiguous() for meta in metas.values()) and not _makes_its_own_layout(made):
+        return None  # contiguous operands make a contiguous result (no meta kernel run: they cost)
+    args, kwargs = tree_map(lambda leaf: _on_meta(leaf, metas), (made.args, made.kwargs))
+    for function in _torch_functions_of(symbol):
+        try:
+            result = function(*args, **kwargs)
+        except TypeError:
+            continue  # another signature: the next torch function of this symbol
+        except Exception:  # noqa: BLE001 -- no meta kernel, or arguments thunder spells otherwise
+            return None
+        results = [leaf for leaf in tree_leaves(result) if isinstance(leaf, torch.Tensor)]
+        if len(results) != len(outputs):
+            return None
+        tensor = results[outputs.index(next(p for p in outputs if p.name == proxy.name))]
+        same = tuple(tensor.shape) == tuple(_hinted(tuple(proxy.shape))) and tensor.device.type == "meta"
+        return tensor if same else None
+    return None
+
+
+def _on_meta(leaf: Any, metas: dict[str, torch.Tensor]) -> Any:
+    if isinstance(leaf, TensorProxy):
+        return metas[leaf.name]
+    if isinstance(leaf, NumberProxy):
+        return leaf.value
+    if isinstance(leaf, dtypes.dtype):
+        return dtypes.to_torch_dtype(leaf)
+    if isinstance(leaf, (devices.Device, torch.device)):
+        return torch.device("meta")
+    return _hinted(leaf)
 
 
 def _decide(proxy: TensorProxy, kind: str, shape: tuple, answer: Any) -> tuple[bool | None, bool]:
@@ -130,12 +302,13 @@ def _decide(proxy: TensorProxy, kind: str, shape: tuple, answer: Any) -> tuple[b
     modelled = _eager_tensor(trace, proxy)
     if modelled is None:
         return None, False
-    tensor, root, steps = modelled
+    tensor, root, steps, follows = modelled
     try:
         decided = answer(tensor)
     except _Unknown:
         return None, False
     if not any(root is p for p in trace.args):
+        _guard_strides(trace, follows)
         return decided, False
     builder = builder_of(trace)
     arguments = (root, steps, kind, shape, decided)
@@ -149,6 +322,18 @@ def _decide(proxy: TensorProxy, kind: str, shape: tuple, answer: Any) -> tuple[b
     else:  # the user's call being recorded: the check goes before it
         trace.bound_symbols.append(bound)
     return decided, True
+
+
+def _guard_strides(trace: Trace, follows: frozenset[str]) -> None:
+    """The prologue checks that each input in ``follows`` has its traced layout: contiguous if it was,
+    else the very strides (an answer about a tensor an op made from it may depend on them)."""
+    builder, chains = builder_of(trace), _chains[trace]
+    for name in sorted(follows - chains.guarded):
+        proxy = next(p for p in trace.args if getattr(p, "name", None) == name)
+        traced = builder.input_strides[name]
+        arguments = (proxy, (), "strides", (), _traced_contiguous(trace, name), traced)
+        if builder.add_layout_guard(BoundSymbol(guard_symbol(), arguments, {}, None, ())):
+            chains.guarded.add(name)
 
 
 def _viewable(tensor: torch.Tensor, shape: tuple) -> bool:
@@ -185,9 +370,17 @@ def _answer(tensor: torch.Tensor, kind: str, shape: tuple) -> bool:
     return tensor.is_contiguous() if kind == "contiguous" else _viewable(tensor, shape)
 
 
+def _same_strides(x: torch.Tensor, contiguous: bool, traced: tuple) -> bool:
+    return x.is_contiguous() if contiguous else tuple(x.stride()) == traced
+
+
 def _guard(x: torch.Tensor, steps: tuple, kind: str, shape: tuple, expected: bool, traced: tuple) -> None:
     """In the prologue: eager answers for ``x``'s layout as for the one traced (``traced``: its strides,
     for the recompile reason), else another entry."""
+    if kind == "strides":
+        if not _same_strides(x, expected, traced):
+            raise GuardFailure
+        return
     try:
         actual = _answer(replay_views(x, steps), kind, shape)
     except Exception as error:  # noqa: BLE001 -- a view PyTorch refuses for this layout: not this entry
@@ -220,6 +413,9 @@ def describe_guard(
     x: torch.Tensor, steps: tuple, kind: str, shape: tuple, expected: bool, traced: tuple
 ) -> tuple:
     """For a recompile reason: the strides before and after, and what eager does otherwise for them."""
+    before, after = f"strides {tuple(traced)}", f"strides {tuple(x.stride())}"
+    if kind == "strides":
+        return before, after, "the program asks eager's layout of a tensor made from it"
     construct = {"view": "view({})", "reshape": "reshape({})", "contiguous": "contiguous()"}[kind]
     construct = construct.format(list(shape))
     of = "x" + "".join(f".{step[0]}({', '.join(map(repr, step[1:]))})" for step in steps)
@@ -228,7 +424,7 @@ def describe_guard(
     ]
     does, otherwise = (verb[1], verb[0]) if expected else (verb[0], verb[1])
     consequence = f"eager's {of}.{construct} {does} for the first, {otherwise} for the second"
-    return f"strides {tuple(traced)}", f"strides {tuple(x.stride())}", consequence
+    return before, after, consequence
 
 
 def _check(x: torch.Tensor, steps: tuple, kind: str, shape: tuple, expected: bool) -> None:
