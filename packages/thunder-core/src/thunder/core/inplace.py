@@ -47,9 +47,16 @@ __all__ = [
 # Symbols that return their input itself when they have nothing to do, like eager (``x.to(x.dtype)``,
 # ``x.float()`` on a float tensor): such an output is the same tensor. Any other symbol that returns
 # one of its inputs (an optimization in a decomposition) returns a copy in eager, and is treated so.
+# So do the dropouts that drop nothing (``training=False`` or ``p=0``), ``positive``, ``conj`` of a
+# real tensor, ``resolve_conj``/``resolve_neg`` and ``sum_to_size`` to the same size: a write through
+# ``F.dropout(x, training=False)`` reaches ``x`` in eager.
 ALIAS_SYMBOL_IDS = frozenset(
     {"ltorch.to", "ltorch.type_as", "ltorch.float", "ltorch.double", "ltorch.half", "ltorch.bfloat16",
-     "ltorch.long", "ltorch.int", "ltorch.bool", "ltorch.contiguous", "ltorch.detach"}
+     "ltorch.long", "ltorch.int", "ltorch.bool", "ltorch.contiguous", "ltorch.detach", "ltorch.type",
+     "ltorch.short", "ltorch.char", "ltorch.byte", "ltorch.cfloat", "ltorch.cdouble", "ltorch.positive",
+     "ltorch.conj", "ltorch.resolve_conj", "ltorch.resolve_neg", "ltorch.sum_to_size", "ltorch.dropout",
+     "ltorch.alpha_dropout", "ltorch.feature_alpha_dropout", "ltorch.dropout1d", "ltorch.dropout2d",
+     "ltorch.dropout3d"}
 )  # fmt: skip
 
 # ---------------------------------------------------------------------------------------------
@@ -173,13 +180,18 @@ EAGER_VIEWS = frozenset({
     "select", "squeeze", "transpose", "t", "T", "H", "mT", "mH", "real", "imag", "view_as_real",
     "view_as_complex", "unflatten", "unfold", "unsqueeze", "view", "view_as", "unbind", "split",
     "split_with_sizes", "swapaxes", "swapdims", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit",
-    "getitem", "alias", "detach", "reshape", "flatten", "ravel",
+    "getitem", "alias", "detach", "reshape", "flatten", "ravel", "broadcast_to", "reshape_as",
+    "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_tensors", "meshgrid",
 })  # fmt: skip
+
+# Views of several tensors at once, each output a view of the operand at its position (eager's
+# ``broadcast_tensors(a, b)``, ``meshgrid(a, b)``, ``atleast_1d(a, b)``).
+VIEWS_OF_EACH = frozenset({"broadcast_tensors", "meshgrid", "atleast_1d", "atleast_2d", "atleast_3d"})
 
 
 # Views only for some arguments (advanced indexing copies; reshape copies what it cannot view): their
 # results alias the input exactly when the decomposition is a chain of view prims.
-SOMETIMES_VIEWS = frozenset({"getitem", "reshape", "flatten", "ravel"})
+SOMETIMES_VIEWS = frozenset({"getitem", "reshape", "flatten", "ravel", "reshape_as"})
 
 
 def _opaque_view(bound_symbol: BoundSymbol) -> bool:
@@ -303,15 +315,22 @@ class Mutations:
         user = _unique_tensor_proxies(user_arguments)
         if "reads_metadata_of_others" in bound_symbol.symbol.tags:  # x.view_as(z): a view of x only
             resolved, user = resolved[:1], user[:1]
+        if bound_symbol.symbol.name in VIEWS_OF_EACH and len(resolved) == len(user) > 1:
+            for one_resolved, one_user in zip(resolved, user):
+                self._note_views_of(bound_symbol, one_resolved, one_user)
+            return
         if len(resolved) != 1 or len(user) != 1 or not is_view_symbol(bound_symbol.symbol):
             return
-        if _copies_in_eager(bound_symbol, user[0]):
+        self._note_views_of(bound_symbol, resolved[0], user[0])
+
+    def _note_views_of(self, bound_symbol: BoundSymbol, resolved: TensorProxy, user: TensorProxy) -> None:
+        if _copies_in_eager(bound_symbol, user):
             return
-        source = self._alias(user[0])
+        source = self._alias(user)
         generation = self.roots[source.root].generation
-        for name, chain in view_chains(bound_symbol, resolved[0]).items():
+        for name, chain in view_chains(bound_symbol, resolved).items():
             view = next(p for p in bound_symbol.proxy_outputs() if p.name == name)
-            if isinstance(view, TensorProxy) and view is not resolved[0]:
+            if isinstance(view, TensorProxy) and view is not resolved:
                 self.aliases[name] = _Alias(source.root, source.chain + chain, view, generation)
 
     def _copy_of(self, value: TensorProxy) -> TensorProxy:
@@ -352,7 +371,7 @@ def _copies_in_eager(bound_symbol: BoundSymbol, source: TensorProxy) -> bool:
     the user's code holds)
     (``x.t().reshape(-1)``): its result is a tensor of its own, not a view (core/layouts.py)."""
     symbol, output = bound_symbol.symbol, bound_symbol.output
-    if symbol.module != "ltorch" or symbol.name not in ("reshape", "flatten", "ravel"):
+    if symbol.module != "ltorch" or symbol.name not in ("reshape", "flatten", "ravel", "reshape_as"):
         return False
     if not isinstance(output, TensorProxy):
         return False

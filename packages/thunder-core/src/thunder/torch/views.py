@@ -52,7 +52,13 @@ def broadcast_tensors(*tensors: TensorProxy) -> tuple[TensorProxy, ...]:
     from thunder.core.promotion import broadcast_shapes
 
     shape = broadcast_shapes(*(x.shape for x in tensors))
-    return tuple(expand_to(x, shape) for x in tensors)
+    return tuple(_own_view(expand_to(x, shape), x) for x in tensors)
+
+
+def _own_view(view: TensorProxy, source: TensorProxy) -> TensorProxy:
+    """An output of a view op of several tensors that is one of them is a view of its own (eager's is a
+    new tensor object): the op's outputs must not be its inputs (in-place tracking, regions)."""
+    return prims.reshape(source, tuple(source.shape)) if view is source else view
 
 
 @torchsymbol(torch.Tensor.view_as, method="view_as", tags=SHAPE_OF_OTHER)
@@ -366,7 +372,7 @@ def _atleast(ndim: int) -> Any:
         if len(tensors) == 1 and isinstance(tensors[0], TensorProxy):
             return one(tensors[0])
         items = tensors[0] if len(tensors) == 1 else tensors
-        return tuple(one(x) for x in items)
+        return tuple(_own_view(one(x), x) for x in items)
 
     name = f"atleast_{ndim}d"
     op.__name__ = name
