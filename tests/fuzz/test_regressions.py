@@ -89,3 +89,23 @@ def test_maximum_minimum_gradient_against_nan_and_ties(op) -> None:  # noqa: ANN
     expected = torch.autograd.grad(op(a, b), [a, b], torch.ones(5))
     actual = torch.autograd.grad(thunder.jit(op)(a, b), [a, b], torch.ones(5))
     torch.testing.assert_close(actual, expected)
+
+
+def test_a_result_made_from_a_comparison_does_not_require_grad() -> None:
+    # Found by the fuzzer (its promotion family): ``(a > 0) + 0.5`` of an ``a`` that requires grad came
+    # back with requires_grad True, and ``(a > 0).requires_grad`` read True inside the program, where
+    # eager's bool (or integer) result never requires grad, nor what is made from it alone.
+    check_program(_program("v0 = (a > 0) + 0.5\nreturn (v0, a, b,)", [(1,), (1,)], grads=False), seed=0)
+    programs = [
+        lambda a: (a > 0) + 0.5,
+        lambda a: torch.where(a > 0, 1.0, 0.0),
+        lambda a: a.long() * 0.5,
+        lambda a: (a > 0) * a,
+        lambda a: torch.tensor([(a > 0).requires_grad, ((a > 0) + 0.5).requires_grad, (a * 2).requires_grad]),
+    ]
+    for fn in programs:
+        a = torch.randn(3, requires_grad=True)
+        expected, actual = fn(a), thunder.jit(fn)(a)
+        torch.testing.assert_close(actual, expected)
+        assert actual.requires_grad == expected.requires_grad
+

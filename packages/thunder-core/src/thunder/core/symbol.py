@@ -127,6 +127,7 @@ def _as_eager_requires_grad(symbol: Symbol, args: tuple, output: Any, grad_enabl
     tags = symbol.tags
     if grad_enabled and tags.isdisjoint(_NO_GRAD_TAGS):
         if "reads_metadata_of_others" not in tags:
+            _clear_on_integer_outputs(args, output)
             return
         first = args[0] if args else None
         if isinstance(first, TensorProxy) and first.requires_grad:
@@ -134,6 +135,20 @@ def _as_eager_requires_grad(symbol: Symbol, args: tuple, output: Any, grad_enabl
     inputs = {id(a) for a in tree_leaves(args)}
     for proxy in tree_leaves(output):
         if isinstance(proxy, TensorProxy) and proxy.requires_grad and id(proxy) not in inputs:
+            proxy.requires_grad = False
+
+
+def _clear_on_integer_outputs(args: tuple, output: Any) -> None:
+    """An integer or bool result never requires grad in eager (``(x > 0).requires_grad`` is False), nor
+    what is computed from it alone (``((x > 0) + 0.5).requires_grad``)."""
+    inputs = {id(a) for a in tree_leaves(args)}
+    for proxy in tree_leaves(output):
+        if (
+            isinstance(proxy, TensorProxy)
+            and proxy.requires_grad
+            and id(proxy) not in inputs
+            and not (proxy.dtype.is_floating_point or proxy.dtype.is_complex)
+        ):
             proxy.requires_grad = False
 
 

@@ -225,10 +225,10 @@ def detached_outputs(computation: Trace) -> list[int]:
             continue
         if any(p.name in requiring for p in _differentiable_operands(bound_symbol)):
             stopped = _stopped_names(bound_symbol.subsymbols)
-            requiring.update(
+            requiring.update(  # an integer or bool result never requires grad (``(x > 0) + 0.5``)
                 p.name
                 for p in bound_symbol.proxy_outputs()
-                if isinstance(p, TensorProxy) and p.name not in stopped
+                if isinstance(p, TensorProxy) and p.name not in stopped and _differentiable_dtype(p)
             )
     flat_output, _ = tree_flatten(computation.output)
     return [
