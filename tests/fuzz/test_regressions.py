@@ -109,3 +109,21 @@ def test_a_result_made_from_a_comparison_does_not_require_grad() -> None:
         torch.testing.assert_close(actual, expected)
         assert actual.requires_grad == expected.requires_grad
 
+
+def test_copy_into_another_dtype_and_shifts_work_as_in_eager() -> None:
+    # Found probing the fuzzer's new families: ``x.copy_(src)`` into an integer tensor from a float one
+    # raised "result type Float can't be cast" (eager's copy_ converts any dtype), and ``x << 2`` of a
+    # tensor was a TypeError (the proxy lacked the shift operators).
+    def copy_into(x, y):
+        x.copy_(y)
+        return x * 2
+
+    x, expected_x = torch.arange(6).reshape(2, 3), torch.arange(6).reshape(2, 3)
+    y = torch.linspace(-2.5, 2.5, 6).reshape(2, 3)
+    torch.testing.assert_close(thunder.jit(copy_into)(x, y), copy_into(expected_x, y))
+    torch.testing.assert_close(x, expected_x)
+    flags = torch.zeros(2, 3, dtype=torch.bool)
+    torch.testing.assert_close(thunder.jit(copy_into)(flags.clone(), y), copy_into(flags.clone(), y))
+    for fn in (lambda x: x << 2, lambda x: x >> 1, lambda x: 1 << x.abs(), lambda x: (x << 1) + (x >> 1)):
+        x = torch.arange(-3, 3)
+        torch.testing.assert_close(thunder.jit(fn)(x), fn(x))

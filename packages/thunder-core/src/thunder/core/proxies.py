@@ -365,6 +365,8 @@ class TensorProxy(Proxy):
     __and__, __rand__ = _binary("bitwise_and"), _binary("bitwise_and", reflected=True)
     __or__, __ror__ = _binary("bitwise_or"), _binary("bitwise_or", reflected=True)
     __xor__, __rxor__ = _binary("bitwise_xor"), _binary("bitwise_xor", reflected=True)
+    __lshift__, __rlshift__ = _binary("bitwise_left_shift"), _binary("bitwise_left_shift", reflected=True)
+    __rshift__, __rrshift__ = _binary("bitwise_right_shift"), _binary("bitwise_right_shift", reflected=True)
     __eq__, __ne__ = _binary("eq"), _binary("ne")
     __lt__, __le__ = _binary("lt"), _binary("le")
     __gt__, __ge__ = _binary("gt"), _binary("ge")

@@ -78,9 +78,17 @@ def _random_fill(name: str) -> Callable:
     return lambda a, *args, **kwargs: fallback.call(fresh, (a, *args), kwargs)
 
 
+def _copied(a: TensorProxy, src: Any) -> Any:
+    """``a.copy_(src)`` converts any dtype, as eager's does (a float into an integer tensor truncates),
+    where an in-place op's result must be castable to ``a``'s dtype."""
+    if isinstance(src, TensorProxy) and isinstance(a, TensorProxy) and src.dtype != a.dtype:
+        return tensor_method("to")(src, a.dtype)
+    return src
+
+
 # in-place method -> the value it writes, when that is not ``x.<name without _>(...)``
 IN_PLACE_METHODS: dict[str, Callable[..., Any]] = {
-    "copy_": lambda a, src, non_blocking=False: src,
+    "copy_": lambda a, src, non_blocking=False: _copied(a, src),
     "zero_": lambda a: 0,
     "fill_": _fill,
     **{name: _random_fill(name) for name in (
