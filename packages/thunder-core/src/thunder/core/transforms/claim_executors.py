@@ -412,9 +412,11 @@ def _emit(
                 begun.append(last_effect)
             dependencies[node].update(n for n in begun if n != node)
             last_effect = node
-    reads: dict[tuple[str, int], set[str]] = {node: set() for node in members}
-    for index, (bound_symbol, _) in enumerate(claimed):
-        reads[node_of[index]].update(p.name for p in bound_symbol.proxy_args())
+    # per value, how many nodes read it: a region outputs what another node reads
+    readers: dict[str, int] = {}
+    for indices in members.values():
+        for name in {p.name for i in indices for p in claimed[i][0].proxy_args()}:
+            readers[name] = readers.get(name, 0) + 1
     # RETURN reads everything it returns; DEL must stay after the last use: keep structural symbols
     # after every node that precedes them in the original order.
     order = sorted(members, key=lambda node: members[node][0])
@@ -441,7 +443,7 @@ def _emit(
             result.append(claimed[node[1]][0])
         else:
             executor, indices = regions[node[1]]
-            outputs = {name for other, names in reads.items() if other != node for name in names}
+            outputs = _read_elsewhere([claimed[i][0] for i in indices], readers)
             live = _live([claimed[i][0] for i in indices], outputs)
             if not live:
                 continue  # everything it made is recomputed where it is read
@@ -450,6 +452,14 @@ def _emit(
             region = executor.fuse(live, region_index, outputs=outputs)
             result.append(with_fallback(region, executor.name))  # a run-time failure degrades to torch
     return result
+
+
+def _read_elsewhere(region: list[BoundSymbol], readers: dict[str, int]) -> set[str]:
+    """The values ``region`` makes that a node other than the region reads (``readers``: per value,
+    the number of nodes reading it, the region among them when it reads the value itself)."""
+    made = {p.name for b in region for p in b.proxy_outputs()}
+    read_here = {p.name for b in region for p in b.proxy_args()}
+    return {name for name in made if readers.get(name, 0) > (name in read_here)}
 
 
 def _live(region: list[BoundSymbol], outputs: set[str]) -> list[BoundSymbol]:
