@@ -14,7 +14,7 @@ import thunder
 from thunder.core.executor import FusionExecutor
 from thunder.core.symbol import BoundSymbol
 from thunder.core.transforms.claim_executors import claim_executors
-from thunder.executors.nvfuser.executor import NvFuserExecutor
+from thunder.executors.nvfuser.executor import NvFuserExecutor, ScalarStage
 from thunder.executors.nvfuser.translate import REDUCTIONS
 from thunder.executors.torchex import executor as torch_executor
 
@@ -79,7 +79,9 @@ def test_reductions_over_the_same_axes_and_of_different_tensors_stay_together() 
 def _runners(fn, *inputs: torch.Tensor) -> list:
     jitted = thunder.jit(fn, executors=["torch"])
     jitted(*inputs)
-    fused = claim_executors(thunder.last_traces(jitted)[0], [AnyDeviceNvFuser("nvfuser_on_cpu"), torch_executor])
+    fused = claim_executors(
+        thunder.last_traces(jitted)[0], [AnyDeviceNvFuser("nvfuser_on_cpu"), torch_executor]
+    )
     return [b.symbol.fn.runner for b in fused.bound_symbols if b.symbol.name.startswith("nvFusion")]
 
 
@@ -89,13 +91,17 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tens
 
 
 def test_outputs_from_low_rank_inputs_alone_get_a_stage_of_their_own() -> None:
-    (runner,) = _runners(masked_softmax, torch.randn(2, 4, 16, 16), torch.ones(16, 16, dtype=torch.bool).tril())
+    (runner,) = _runners(
+        masked_softmax, torch.randn(2, 4, 16, 16), torch.ones(16, 16, dtype=torch.bool).tril()
+    )
     first, rest = runner.stages
     assert [b.symbol.name for b in first.region] == ["bitwise_not"]
     hidden = first.region[0].output.name
     assert [p.name for p in first.outputs] == [hidden] and hidden in {p.name for p in runner.outputs}
     assert first.outputs[0].name in {p.name for p in rest.inputs}
-    assert {p.name for p in rest.outputs} | {p.name for p in first.outputs} == {p.name for p in runner.outputs}
+    assert {p.name for p in rest.outputs} | {p.name for p in first.outputs} == {
+        p.name for p in runner.outputs
+    }
     assert sum(len(stage.region) for stage in runner.stages) == len(runner.region)
 
 
@@ -120,7 +126,9 @@ def test_the_regions_of_identical_layers_share_one_structure() -> None:
     assert runners[0].stages[0].structure == runners[1].stages[0].structure
     assert runners[0].inputs[0].name != runners[1].inputs[0].name
 
-    other = _runners(lambda x, w: torch.softmax(torch.tanh(x @ w) * 3.0, -1), torch.randn(4, 8), torch.randn(8, 8))
+    other = _runners(
+        lambda x, w: torch.softmax(torch.tanh(x @ w) * 3.0, -1), torch.randn(4, 8), torch.randn(8, 8)
+    )
     assert other[0].stages[0].structure != runners[0].stages[0].structure  # a different constant
 
 
@@ -156,3 +164,25 @@ def test_a_reshape_never_shares_a_region_with_the_broadcast_it_merges() -> None:
     for region in _regions(repeat_kv, torch.randn(2, 2, 8, 4)):
         expanded = {b.output.name for b in region if b.symbol.name == "broadcast_in_dim"}
         assert not any(b.symbol.name == "reshape" and b.args[0].name in expanded for b in region), region
+
+
+def counter_and_update(
+    step: torch.Tensor, p: torch.Tensor, g: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """An optimizer's update beside its step counter, as a whole training step's regions hold them."""
+    new_step = step + 1
+    return new_step, p - 0.1 * g / (1 - 0.9**new_step)
+
+
+def test_a_stage_of_an_op_on_scalars_runs_on_torch_without_nvfuser() -> None:
+    """The step counter's stage (0-dim in, 0-dim out, split from the update by the low-rank rule) is
+    run with torch: on the CPU, where nvFuser is not installed, calling it works and equals eager."""
+    step, p, g = torch.tensor(3.0), torch.randn(8), torch.randn(8)
+    (runner,) = _runners(counter_and_update, step, p, g)
+    scalar = [stage for stage in runner.stages if isinstance(stage, ScalarStage)]
+    assert len(scalar) == 1 and [b.symbol.name for b in scalar[0].region] == ["add"]
+    (counted,) = scalar[0]([step])
+    torch.testing.assert_close(counted, step + 1)
+    assert all(
+        not isinstance(stage, ScalarStage) for stage in _runners(reductions, torch.randn(4, 8))[0].stages
+    )

@@ -121,6 +121,45 @@ class FusionStage:
         return fd, expanded
 
 
+class ScalarStage:
+    """A stage of 0-dim tensors only (an optimizer's step counter ``step + 1``, split from its update by
+    ``_side_outputs``): run with torch, one small kernel per op, not launched through nvFuser, whose
+    ``execute`` costs tens of microseconds of host time per call (a whole GPT-2 training step has
+    148 such stages, one per parameter)."""
+
+    def __init__(self, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]):
+        self.region, self.inputs, self.outputs = region, inputs, outputs
+        self.definitions: dict[tuple, Any] = {}  # nothing compiled by nvFuser
+        self._program: Callable | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_program": None}  # generated again after a load from the disk cache
+
+    def __call__(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        if self._program is None:
+            from thunder.core.transforms.claim_executors import operator_callable
+
+            self._program = operator_callable("scalar_stage", self.inputs, self.region, tuple(self.outputs))
+        return list(self._program(*tensors))
+
+
+# A longer computation on 0-dim tensors stays one nvFuser kernel: torch would launch one per op.
+SCALAR_STAGE_MAX_OPS = 2
+
+
+def _is_scalar_stage(
+    region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]
+) -> bool:
+    return len(region) <= SCALAR_STAGE_MAX_OPS and all(len(p.shape) == 0 for p in (*inputs, *outputs))
+
+
+def _stage(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> Any:
+    """A FusionStage, or a ScalarStage for an op or two on 0-dim tensors alone."""
+    if _is_scalar_stage(region, inputs, outputs):
+        return ScalarStage(region, inputs, outputs)
+    return FusionStage(region, inputs, outputs)
+
+
 class FusionRunner:
     """The callable of an ``nvFusion`` bound symbol: its stages run in order, one kernel set each.
 
@@ -156,7 +195,12 @@ def _side_outputs(region: list[BoundSymbol], outputs: list[TensorProxy]) -> set[
     call to call with what the allocator handed out (test_fusion_training's GPT step, and
     test_nvfuser's ``test_low_rank_outputs_beside_a_softmax_...``). They are computed by a stage of their own.
     """
-    widest = max(len(p.shape) for b in region for p in (*b.proxy_args(), *b.proxy_outputs()) if isinstance(p, TensorProxy))
+    widest = max(
+        len(p.shape)
+        for b in region
+        for p in (*b.proxy_args(), *b.proxy_outputs())
+        if isinstance(p, TensorProxy)
+    )
     wide: set[str] = set()  # values of the widest rank or computed from one
     for b in region:
         tensors = [p for p in b.proxy_args() if isinstance(p, TensorProxy)]
@@ -165,7 +209,7 @@ def _side_outputs(region: list[BoundSymbol], outputs: list[TensorProxy]) -> set[
     return {p.name for p in outputs if p.name not in wide}
 
 
-def _stages(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> list[FusionStage]:
+def _stages(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> list[Any]:
     side = _side_outputs(region, outputs)
     first = _upstream(region, side)
     in_first = {id(b) for b in first}
@@ -182,7 +226,7 @@ def _stages(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[
 
 def _connected_stages(
     region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]
-) -> list[FusionStage]:
+) -> list[Any]:
     """One stage per connected part of ``region`` (symbols linked by the tensors they share).
 
     A region may hold independent work (horizontal fusion). nvFuser schedules no disconnected
@@ -191,13 +235,13 @@ def _connected_stages(
     """
     parts = _connected_parts(region)
     if len(parts) == 1:
-        return [FusionStage(region, inputs, outputs)]
+        return [_stage(region, inputs, outputs)]
     stages = []
     for part in parts:
         produced = {p.name for b in part for p in b.proxy_outputs()}
         part_outputs = [p for p in outputs if p.name in produced]
         if part_outputs:
-            stages.append(FusionStage(part, _inputs_of(part), part_outputs))
+            stages.append(_stage(part, _inputs_of(part), part_outputs))
     return stages
 
 
@@ -242,7 +286,9 @@ def _inputs_of(region: list[BoundSymbol]) -> list[TensorProxy]:
     return list(inputs.values())
 
 
-def _read_after(first: list[BoundSymbol], rest: list[BoundSymbol], outputs: list[TensorProxy]) -> list[TensorProxy]:
+def _read_after(
+    first: list[BoundSymbol], rest: list[BoundSymbol], outputs: list[TensorProxy]
+) -> list[TensorProxy]:
     """Values of ``first`` that ``rest`` reads or the region returns."""
     read = {p.name for b in rest for p in b.proxy_args()} | {p.name for p in outputs}
     return [p for b in first for p in b.proxy_outputs() if isinstance(p, TensorProxy) and p.name in read]
