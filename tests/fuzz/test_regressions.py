@@ -127,3 +127,43 @@ def test_copy_into_another_dtype_and_shifts_work_as_in_eager() -> None:
     for fn in (lambda x: x << 2, lambda x: x >> 1, lambda x: 1 << x.abs(), lambda x: (x << 1) + (x >> 1)):
         x = torch.arange(-3, 3)
         torch.testing.assert_close(thunder.jit(fn)(x), fn(x))
+
+
+def test_a_tensor_of_its_own_does_not_share_the_inputs_memory() -> None:
+    # Found by the fuzzer (its aliased_writes family): ``v = a.clone(); v[None] = a`` returned a view of
+    # ``a`` (the write's value is ``a`` broadcast and reshaped back, which runs as views), so the
+    # caller's writes to ``v`` changed ``a``, and under no_grad ``v`` required grad as ``a`` does.
+    # ``x.to(x.dtype, copy=True)`` returned ``x`` itself.
+    check_program(_program("v0 = a.clone(); v0[None] = a\nreturn (v0, a,)", [(1,)], grads=False), seed=0)
+
+    def whole_writes(a):
+        v, w, u = a.clone(), a.clone(), a.clone()
+        v[None] = a
+        w[...] = a
+        u.t()[:] = a.t()
+        return v, w, u, a.to(torch.float32, copy=True), a.to(dtype=torch.float32, copy=True)
+
+    a = torch.arange(6.0).reshape(2, 3)
+    for actual, expected in zip(thunder.jit(whole_writes)(a), whole_writes(a)):
+        torch.testing.assert_close(actual, expected)
+        assert actual.untyped_storage().data_ptr() != a.untyped_storage().data_ptr()
+    x = torch.ones(3, requires_grad=True)
+    with torch.no_grad():
+        assert not thunder.jit(whole_writes)(x[None].expand(2, 3).clone())[0].requires_grad
+
+
+def test_out_with_an_argument_that_requires_grad_raises_as_in_eager() -> None:
+    # Found by the fuzzer, once a call eager refuses had to be refused by thunder too:
+    # ``torch.mul(a, 2, out=v)`` of an ``a`` that requires grad returned a result.
+    def fn(a):
+        v = torch.empty_like(a)
+        torch.mul(a, 2, out=v)
+        return v
+
+    a = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+        fn(a)
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+        thunder.jit(fn)(a)
+    with torch.no_grad():
+        torch.testing.assert_close(thunder.jit(fn)(a), fn(a))

@@ -660,12 +660,41 @@ def _copies_of_written_inputs(
     inputs = {p.name for p in trace.args if isinstance(p, TensorProxy)} - updated
     leaves, spec = tree_flatten(output)
     copies: dict[str, TensorProxy] = {}
+    producers = None
     for position, leaf in enumerate(leaves):
-        if isinstance(leaf, TensorProxy) and leaf.name in inputs and user_names[position] != leaf.name:
-            if leaf.name not in copies:
-                copies[leaf.name] = prims.copy(leaf)
-            leaves[position] = copies[leaf.name]
+        if not isinstance(leaf, TensorProxy) or user_names[position] == leaf.name:
+            continue
+        if leaf.name not in inputs:
+            # a value made of an input by view prims only (``v = a.clone(); v[...] = a``: the write's
+            # value broadcast and reshaped back) is a view of it when run, where eager's ``v`` is a
+            # tensor of its own; an eager view of the input (an alias of it) is one legitimately
+            alias = trace.mutations.aliases.get(user_names[position])
+            if alias is not None and alias.root in inputs or user_names[position] in inputs:
+                continue
+            producers = producers if producers is not None else _producers(trace)
+            if not _viewed_input(leaf, inputs, producers):
+                continue
+        if leaf.name not in copies:
+            copies[leaf.name] = prims.copy(leaf)
+        leaves[position] = copies[leaf.name]
     return tree_unflatten(leaves, spec) if copies else output
+
+
+def _producers(trace: Trace) -> dict[str, BoundSymbol]:
+    return {p.name: b for b in trace.bound_symbols for p in b.proxy_outputs() if isinstance(p, TensorProxy)}
+
+
+def _viewed_input(proxy: TensorProxy, inputs: set[str], producers: dict[str, BoundSymbol]) -> bool:
+    """Whether ``proxy`` is made of an input by view prims only (it then shares the input's memory)."""
+    while proxy.name not in inputs:
+        made = producers.get(proxy.name)
+        if made is None or not made.args or not isinstance(made.args[0], TensorProxy):
+            return False
+        leaves = _leaves(made)
+        if not leaves or any(leaf.symbol.id not in WRITE_BACK for leaf in leaves):
+            return False
+        proxy = made.args[0]
+    return True
 
 
 def finish(trace: Trace, output: Any) -> Any:

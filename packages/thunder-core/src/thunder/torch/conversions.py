@@ -16,10 +16,14 @@ from thunder.torch.utils import to_dtype
 def to(a: Any, *args: Any, **kwargs: Any) -> Any:
     """``Tensor.to`` for a dtype, or a device the tensor is already on; copies are values here."""
     dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
-    # non_blocking, copy and memory_format change how and where the result is stored, not its values
-    kwargs.pop("non_blocking", None), kwargs.pop("copy", None), kwargs.pop("memory_format", None)
+    # non_blocking and memory_format change how and where the result is stored, not its values; copy
+    # makes a tensor of its own where ``to`` would return ``a`` itself (a write to it must not reach a)
+    kwargs.pop("non_blocking", None), kwargs.pop("memory_format", None)
+    copy = kwargs.pop("copy", False)
+    flags = [arg for arg in args if isinstance(arg, builtins.bool)]  # non_blocking, then copy
+    copy = copy or (len(flags) > 1 and flags[1])
     for arg in args:
-        if isinstance(arg, builtins.bool):  # non_blocking and copy: no effect on values in a functional trace
+        if isinstance(arg, builtins.bool):
             continue
         if isinstance(arg, (torch.dtype, dtypes.dtype)):
             dtype = arg
@@ -34,7 +38,7 @@ def to(a: Any, *args: Any, **kwargs: Any) -> Any:
     result = a if dtype is None else to_dtype(a, dtypes.to_dtype(dtype))
     if device is not None and devices.to_device(device) != a.device:
         result = prims.device_put(result, devices.to_device(device))
-    return result
+    return prims.copy(a) if copy and result is a else result
 
 
 # only ``other``'s dtype is read: the result requires grad as ``a`` does (transforms/autograd.py)

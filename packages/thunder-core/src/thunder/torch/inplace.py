@@ -198,6 +198,18 @@ def _check_out_dtypes(torch_fn: Any, destination: Any, result: Any) -> None:
             )
 
 
+def _check_out_differentiable(torch_fn: Any, arguments: Any) -> None:
+    """Eager refuses ``out=`` with gradients on where a tensor involved requires grad."""
+    if torch.is_grad_enabled() and any(
+        isinstance(t, TensorProxy) and t.requires_grad for t in tree_leaves(arguments)
+    ):
+        name = getattr(torch_fn, "__name__", "this function")
+        raise RuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic differentiation, but one "
+            "of the arguments requires grad."
+        )
+
+
 def _write_result(destination: Any, result: Any) -> Any:
     for target, value in zip(tree_leaves(destination), tree_leaves(result)):
         if target.shape != getattr(value, "shape", target.shape):
@@ -226,6 +238,7 @@ def _with_out_and_inplace(torch_fn: Any, functional: Callable) -> Callable:
         if kwargs.get("out") is not None:
             kwargs = dict(kwargs)
             out = kwargs.pop("out")
+            _check_out_differentiable(torch_fn, (args, kwargs, out))
             result = functional(*args, **kwargs)
             _check_out_dtypes(torch_fn, out, result)
             return _write_result(out, result)
