@@ -1,9 +1,10 @@
 """The differential check: a program under ``thunder.jit`` against eager PyTorch, over a series of calls.
 
 One jitted function is called again and again while what it depends on changes: tensor values,
-shapes, dtypes, requires_grad, the Python number argument, a global float, a global tensor
-(updated in place and rebound) and a closure cell. Each call must equal eager PyTorch (outputs,
-inputs updated in place, gradients): a cache entry must never run for a call it was not built for.
+shapes, dtypes, memory layouts, requires_grad, the Python number argument, a global float, a global
+tensor (updated in place and rebound) and a closure cell. Each call must equal eager PyTorch (outputs,
+inputs updated in place, gradients), and raise where eager raises: a cache entry must never run for a
+call it was not built for.
 """
 
 from __future__ import annotations
@@ -48,9 +49,25 @@ def _tolerance(dtype: torch.dtype) -> dict[str, float]:
     return {"rtol": 1e-4, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 1e-7, "atol": 1e-7}
 
 
-def _inputs(program: Program, seed: int, shapes: list, dtype: torch.dtype, grads: bool) -> list:
+def _inputs(
+    program: Program, seed: int, shapes: list, dtype: torch.dtype, grads: bool, layout: str = "contiguous"
+) -> list:
     generator = torch.Generator().manual_seed(seed)
-    return [torch.randn(shape, generator=generator, dtype=dtype).requires_grad_(grads) for shape in shapes]
+    return [_laid_out(torch.randn(shape, generator=generator, dtype=dtype), layout).requires_grad_(grads)
+            for shape in shapes]  # fmt: skip
+
+
+def _laid_out(tensor: torch.Tensor, layout: str) -> torch.Tensor:
+    """``tensor``'s values in another memory layout: its dims in reverse order in memory ("permuted"),
+    or every other element of a tensor twice as long in its last dim ("strided")."""
+    if layout == "permuted":
+        order = tuple(reversed(range(tensor.ndim)))
+        return tensor.permute(order).contiguous().permute(order)
+    if layout == "strided" and tensor.ndim:
+        wide = torch.zeros(*tensor.shape[:-1], 2 * tensor.shape[-1], dtype=tensor.dtype)
+        wide[..., ::2] = tensor
+        return wide[..., ::2]
+    return tensor
 
 
 def _clone(tensors: list) -> list:
@@ -84,9 +101,15 @@ def _call_and_compare(
     eager_inputs, jit_inputs = _clone(inputs), _clone(inputs)
     try:
         expected = f(*eager_inputs, k=k) if kw else f(*eager_inputs, k)
-    except (RuntimeError, IndexError, ValueError):
-        counts["skipped calls"] += 1  # eager rejects these shapes: nothing to compare
-        return
+    except (RuntimeError, IndexError, ValueError) as error:
+        counts["skipped calls"] += 1  # eager rejects these inputs: thunder must too
+        try:
+            jitted(*jit_inputs, k=k) if kw else jitted(*jit_inputs, k)
+        except Exception:  # noqa: BLE001 -- any clear error; eager's own where thunder checks as eager
+            return
+        raise AssertionError(
+            f"{label}: eager raised {type(error).__name__}: {error}; thunder returned\n{program.source}"
+        ) from error
     actual = jitted(*jit_inputs, k=k) if kw else jitted(*jit_inputs, k)
     counts["calls"] += 1
     dtype = inputs[0].dtype
@@ -132,9 +155,15 @@ def check_program(program: Program, seed: int, kw: bool = False) -> None:
     other_dtype = torch.float64 if dtype == torch.float32 else torch.float32
 
     def call(label: str, shapes: list | None = None, dtype_: torch.dtype | None = None,
-             grads_: bool | None = None, k: Any = program.k, seed_: int = seed) -> None:  # fmt: skip
+             grads_: bool | None = None, k: Any = program.k, seed_: int = seed,
+             layout: str = "contiguous") -> None:  # fmt: skip
         inputs = _inputs(
-            program, seed_, shapes or program.shapes, dtype_ or dtype, grads if grads_ is None else grads_
+            program,
+            seed_,
+            shapes or program.shapes,
+            dtype_ or dtype,
+            grads if grads_ is None else grads_,
+            layout,
         )
         _call_and_compare(jitted, f, program, inputs, k, label, kw)
 
@@ -156,5 +185,7 @@ def check_program(program: Program, seed: int, kw: bool = False) -> None:
     call("requires_grad toggled", grads_=not grads)
     with torch.no_grad():
         call("under no_grad", grads_=True)
+    call("inputs permuted in memory", layout="permuted")
+    call("inputs strided in memory", layout="strided")
     call("back to the first call")
     assert thunder.cache_misses(jitted) >= 1

@@ -4,7 +4,10 @@ A program is the source of a function ``make(c)`` returning ``f(a, b, k, ...)`` 
 closure cell of ``f``); ``f`` reads the globals ``SCALE`` (a float) and ``W`` (a tensor) of the
 namespace it is executed in. Each line is one op over earlier values: elementwise ops with
 broadcasting, Python numbers, reductions, views, in-place updates of clones (or, without gradients,
-of the inputs), dtype conversions, and Python control flow on shapes and on the number ``k``.
+of the inputs, and writes through views of views, eager's aliases, ``out=``, ``__setitem__`` with
+masks, tensors, ``None`` and ellipsis, ``index_put_``, ``masked_fill_``, writes into expanded
+tensors, which eager refuses), dtype conversions, integer and bool tensors with Python numbers, 0-dim
+tensors, and Python control flow on shapes and on the number ``k``.
 
 Each candidate line is run on meta tensors while the program is built: a line eager PyTorch
 rejects for the shapes at hand is replaced by a simpler one, so every program runs in eager mode.
@@ -68,6 +71,31 @@ INPLACE = [  # on a clone: {v} is a fresh name
     "{v} = {x}.clone(); {v}.clamp_(min=0)", "{v} = {x}.clone(); {v}.copy_({y})",
     "{v} = {x}.clone(); {v}.neg_()",  # (t_() and other in-place metadata changes are unsupported, by design)
 ]  # fmt: skip
+ALIASED_WRITES = [  # writes through eager's aliases and views of views, on a clone: {v} is a fresh name
+    "{v} = {x}.clone(); {v}.t()[0].mul_(2)", "{v} = {x}.clone(); {v}.unsqueeze(0)[0][..., :1].add_({n})",
+    "{v} = {x}.clone(); {v}[..., ::2][..., :1].sub_(1)", "{v} = {x}.clone(); {v}.mT[..., 1:].neg_()",
+    "{v} = {x}.clone(); torch.nn.functional.dropout({v}, 0.5, training=False).add_(1)",
+    "{v} = {x}.clone(); torch.positive({v}).mul_({n})", "{v} = {x}.clone(); {v}.reshape_as({v}).mul_(-1)",
+    "{v} = {x}.clone(); torch.broadcast_to({v}, {v}.shape).add_({n})",
+    "{v} = {x}.clone(); torch.atleast_2d({v}).sub_(2)", "{v} = {x}.clone(); {v}.contiguous().add_(1)",
+    "{v} = {x}.clone(); {v}.masked_fill_({v} > 0, {n})", "{v} = {x}.clone(); {v}.t().masked_fill_({v}.t() < 0, 0.0)",
+    "{v} = {x}.clone(); {v}.view(-1).index_put_((torch.tensor([0]),), torch.tensor({n}, dtype={v}.dtype))",
+    "{v} = {x}.clone(); {v}.flatten().index_put_((torch.tensor([0, 0]),), torch.tensor(1.0, dtype={v}.dtype), accumulate=True)",
+    "{v} = {x}.clone(); {v}[{v} > 0] = {n}", "{v} = {x}.clone(); {v}[...] = {y}", "{v} = {x}.clone(); {v}[..., 0] = {n}",
+    "{v} = {x}.clone(); {v}[torch.tensor(0)] = {n}", "{v} = {x}.clone(); {v}[None] = {y}",
+    "{v} = torch.empty_like({x}); torch.mul({x}, {n}, out={v})", "{v} = {x}.clone(); torch.add({v}, {y}, out={v})",
+    "{v} = {x}.expand(2, *{x}.shape); {v}.add_(1)", "{v} = {x}.repeat(2, 1); {v}.add_(1)",
+    "{v} = {x}.clone(); {v}.t().contiguous().add_(1)", "{v} = ({x}.t() * 2).contiguous(); {v}.add_(1)",
+    "{v} = {x}.t() * 1; {v}.reshape(-1)[:1].fill_({n})",
+]  # fmt: skip
+PROMOTION = [  # integer and bool tensors with Python numbers, 0-dim tensors, torch.where with numbers
+    "({x} > 0) + {n}", "({x} > 0) * {x}", "({x} > 0).sum() * {x}", "torch.where({x} > 0, {x}, {n})",
+    "torch.where({x} > 0, 1, 0) * {x}", "torch.where({x} > {y}, 2, {y})", "({x} > 0).long() * {n}",
+    "{x}.long() // 2 + {x}", "{x}.to(torch.int32) % 3 * {x}", "(({x} > 0) & ({y} < 0)) * 1.0",
+    "{x}.sum() * {y}", "torch.tensor({n}) * {x}", "torch.tensor(2) + {x}", "{x}.amax() + {y}.sum()",
+    "{x}.to(torch.int64) + True", "({x} > 0) / 2", "{x}.sum().expand_as({y}) + {x}.mean()",
+    "{x}.long().copy_({y}) * 0.5", "({x}.long() << 1) + ({x}.long() >> 1)",
+]  # fmt: skip
 INPUT_INPLACE = ["{i}.add_(1)", "{i}.mul_({n})", "{i}[0] = {n}", "{i}.sub_({y})"]  # updates an input
 CONTROL = [  # Python control flow on shapes and numbers: {v} is a fresh name
     "{v} = {x} * 2 if {x}.shape[0] > 2 else {x} - 1",
@@ -120,11 +148,12 @@ def programs(draw: st.DrawFn, *, grads: bool | None = None) -> Program:
     values = list(names)
     body: list[str] = []
     for index in range(draw(st.integers(1, 8))):
-        family = draw(st.sampled_from(["unary", "binary", "reduce", "view", "combine", "inplace", "control"]
-                                      + ([] if grads else ["input_inplace"])))  # fmt: skip
+        family = draw(st.sampled_from(["unary", "binary", "reduce", "view", "combine", "inplace", "control",
+                                       "promotion"] + ([] if grads else ["input_inplace", "aliased_writes"])))  # fmt: skip
         templates = {
             "unary": UNARY, "binary": BINARY, "reduce": REDUCE, "view": VIEW, "combine": COMBINE,
             "inplace": INPLACE, "control": CONTROL, "input_inplace": INPUT_INPLACE,
+            "aliased_writes": ALIASED_WRITES, "promotion": PROMOTION,
         }[family]  # fmt: skip
         template = draw(st.sampled_from(templates))
         x = draw(st.sampled_from(values))
@@ -136,7 +165,7 @@ def programs(draw: st.DrawFn, *, grads: bool | None = None) -> Program:
             "v": f"v{index}", "i": draw(st.sampled_from(names)),
         }  # fmt: skip
         line = template.format(**fields)
-        if family in ("inplace", "control"):
+        if family in ("inplace", "control", "aliased_writes"):
             target, statement = f"v{index}", line
         elif family == "input_inplace":
             target, statement = fields["i"], line
