@@ -259,6 +259,9 @@ def _run_on_meta(
     outputs = [p for p in made.proxy_outputs() if isinstance(p, TensorProxy)]
     if all(meta.is_contiguous() for meta in metas.values()) and not _makes_its_own_layout(made):
         return None  # contiguous operands make a contiguous result (no meta kernel run: they cost)
+    known = _known_without_running(made, proxy, list(metas.values()))
+    if known is not None:
+        return known
     args, kwargs = tree_map(lambda leaf: _on_meta(leaf, metas), (made.args, made.kwargs))
     for function in _torch_functions_of(symbol):
         try:
@@ -274,6 +277,59 @@ def _run_on_meta(
         same = tuple(tensor.shape) == tuple(_hinted(tuple(proxy.shape))) and tensor.device.type == "meta"
         return tensor if same else None
     return None
+
+
+# Ops whose meta kernel gives a contiguous result whatever its operands' layouts.
+_CONTIGUOUS_RESULT = frozenset({"scaled_dot_product_attention"})
+
+
+def _known_without_running(
+    made: BoundSymbol, proxy: TensorProxy, operands: list[torch.Tensor]
+) -> torch.Tensor | None:
+    """The layout eager's op gives, where it follows from a rule and not from running the op on meta
+    tensors. The first Python meta kernel a process runs imports torch's meta registrations (with
+    ``torch._dynamo``: 1 to 2.5 s of CPU); GPT-2's and Llama's compiles asked only these: attention on
+    transposed heads, the rotary's elementwise ops and ``cat`` on them. ``test_layouts.py`` checks each
+    rule against the meta kernel.
+
+    - attention: contiguous;
+    - an elementwise op whose tensor operands all have the result's shape and one dense layout: that
+      layout (TensorIterator keeps it);
+    - ``cat`` of operands none of which is laid out channels-last: contiguous (ATen's cat takes a
+      channels-last format only where its operands suggest one).
+    """
+    shape, dtype = _hinted(tuple(proxy.shape)), proxy.dtype.torch_dtype
+    name = made.symbol.name
+    if name in _CONTIGUOUS_RESULT:
+        return torch.empty(shape, dtype=dtype, device="meta")
+    if "elementwise" in made.symbol.tags and operands:
+        strides = operands[0].stride()
+        same = all(tuple(t.shape) == tuple(shape) and t.stride() == strides for t in operands)
+        if same and _dense(operands[0]):
+            return torch.empty_strided(shape, strides, dtype=dtype, device="meta")
+    if name == "cat" and not any(_channels_last_like(t) for t in operands):
+        return torch.empty(shape, dtype=dtype, device="meta")
+    return None
+
+
+def _dense(tensor: torch.Tensor) -> bool:
+    """No gaps and no overlap: its strides are a permutation of a contiguous tensor's."""
+    dims = sorted((stride, size) for stride, size in zip(tensor.stride(), tensor.shape) if size != 1)
+    expected = 1
+    for stride, size in dims:
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _channels_last_like(tensor: torch.Tensor) -> bool:
+    """Whether PyTorch may suggest a channels-last format for it: a 4-D or 5-D tensor whose channel dim
+    (1) has the smallest stride among its dims of size above 1."""
+    if tensor.dim() not in (4, 5):
+        return False
+    strides = [stride for stride, size in zip(tensor.stride(), tensor.shape) if size != 1]
+    return tensor.shape[1] == 1 or tensor.stride(1) <= min(strides, default=0)
 
 
 def _on_meta(leaf: Any, metas: dict[str, torch.Tensor]) -> Any:
