@@ -528,7 +528,7 @@ class PrologueBuilder:
             proxy = TensorProxy.from_tensor(tensor, name=name)
         self._tensors[id(tensor)] = (tensor, proxy)
         self.computation.args.append(proxy)
-        if tensor.layout is torch.strided:
+        if tensor.layout is torch.strided and not _expanded_parameter(tensor):
             self.input_strides[proxy.name] = tuple(tensor.stride())
         with tracectx(self.prologue):
             self.prologue.names.add(proxy.name)
@@ -764,3 +764,12 @@ def _merge_empty_checks(bound_symbols: list[BoundSymbol]) -> list[BoundSymbol]:
         else:
             merged.append(bound)
     return merged
+
+
+def _expanded_parameter(tensor: torch.Tensor) -> bool:
+    """A parameter expanded when traced (a stride 0 on a dim of size above 1): thunder.distributed's
+    FSDP traces a parameter so and calls with the gathered tensor. Its strides are not recorded, so
+    ``layouts`` takes it as contiguous and never checks them (checking rejected every call)."""
+    return isinstance(tensor, torch.nn.Parameter) and any(
+        stride == 0 and size != 1 for stride, size in zip(tensor.stride(), tensor.shape)
+    )
