@@ -5,9 +5,10 @@ closure cell of ``f``); ``f`` reads the globals ``SCALE`` (a float) and ``W`` (a
 namespace it is executed in. Each line is one op over earlier values: elementwise ops with
 broadcasting, Python numbers, reductions, views, in-place updates of clones (or, without gradients,
 of the inputs, and writes through views of views, eager's aliases, ``out=``, ``__setitem__`` with
-masks, tensors, ``None`` and ellipsis, ``index_put_``, ``masked_fill_``, writes into expanded
-tensors, which eager refuses), dtype conversions, integer and bool tensors with Python numbers, 0-dim
-tensors, and Python control flow on shapes and on the number ``k``.
+masks, tensors, ``None`` and ellipsis, keys mixing index tensors with slices and bools, ``index_put_``,
+``masked_fill_``, writes into expanded tensors, which eager refuses), dtype conversions, integer and
+bool tensors with Python numbers, 0-dim tensors, and Python control flow on shapes and on the number
+``k``.
 
 Each candidate line is run on meta tensors while the program is built: a line eager PyTorch
 rejects for the shapes at hand is replaced by a simpler one, so every program runs in eager mode.
@@ -70,6 +71,10 @@ INPLACE = [  # on a clone: {v} is a fresh name
     "{v} = {x}.clone(); {v}[0] = {n}", "{v} = {x}.clone(); {v}[..., :1].mul_(2)",
     "{v} = {x}.clone(); {v}.clamp_(min=0)", "{v} = {x}.clone(); {v}.copy_({y})",
     "{v} = {x}.clone(); {v}.neg_()",  # (t_() and other in-place metadata changes are unsupported, by design)
+    # keys mixing index tensors with slices, None, Ellipsis, ints and bools (eager's advanced indexing)
+    "{v} = {x}.clone(); {v}[:, torch.tensor([0, -1])] = {y}[..., :1]", "{v} = {x}.clone(); {v}[..., torch.tensor([-1])] *= 2",
+    "{v} = {x}.clone(); {v}[torch.tensor([0]), ..., 1:] = {n}", "{v} = {x}.clone(); {v}[None, torch.tensor([0])] = {y}.sum()",
+    "{v} = {x}.clone(); {v}[True] = {y}", "{v} = {x}.clone(); {v}[:, {x}[0] > 0] = {n}",
 ]  # fmt: skip
 ALIASED_WRITES = [  # writes through eager's aliases and views of views, on a clone: {v} is a fresh name
     "{v} = {x}.clone(); {v}.t()[0].mul_(2)", "{v} = {x}.clone(); {v}.unsqueeze(0)[0][..., :1].add_({n})",
@@ -87,6 +92,8 @@ ALIASED_WRITES = [  # writes through eager's aliases and views of views, on a cl
     "{v} = {x}.expand(2, *{x}.shape); {v}.add_(1)", "{v} = {x}.repeat(2, 1); {v}.add_(1)",
     "{v} = {x}.clone(); {v}.t().contiguous().add_(1)", "{v} = ({x}.t() * 2).contiguous(); {v}.add_(1)",
     "{v} = {x}.t() * 1; {v}.reshape(-1)[:1].fill_({n})",
+    "{v} = {x}.clone(); {v}.t()[:, torch.tensor([0, 0])] = {n}", "{v} = {x}.clone(); {v}[..., ::2][:, torch.tensor([-1])] += {y}[..., :1]",
+    "{v} = {x}.clone(); {v}[torch.tensor(0), :, torch.tensor([1, 0])] = {n}", "{v} = {x}.clone(); {v}[0, torch.tensor(True)] = {n}",
 ]  # fmt: skip
 PROMOTION = [  # integer and bool tensors with Python numbers, 0-dim tensors, torch.where with numbers
     "({x} > 0) + {n}", "({x} > 0) * {x}", "({x} > 0).sum() * {x}", "torch.where({x} > 0, {x}, {n})",

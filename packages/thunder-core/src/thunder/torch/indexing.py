@@ -55,72 +55,6 @@ def _as_lists(values: Any) -> Any:
     return [_as_lists(v) for v in values] if isinstance(values, (list, tuple)) else values
 
 
-def advanced_getitem(a: TensorProxy, key: Any) -> TensorProxy:
-    """``a[key]`` where ``key`` holds index tensors or lists: basic indexing first, then one gather.
-
-    PyTorch applies integers, slices and None first and indexes the remaining dims with the
-    tensors, placing their result dims where the (adjacent) tensors were or first otherwise;
-    ``aten.index`` makes that second step, so this does the same.
-    """
-    key = key if isinstance(key, tuple) else (key,)
-    key = tuple(_constant_index(k, a.device) if isinstance(k, (list, tuple)) else k for k in key)
-    if not any(
-        isinstance(k, TensorProxy) for k in key
-    ):  # bools alone: new dims of size 1 (True) or 0 (False)
-        return _bool_getitem(a, key)
-    key = tuple(k if k is not True else None for k in key)
-    if any(k is False for k in key):
-        raise NotImplementedError("indexing with False beside index tensors is not supported by thunder")
-    for k in key:
-        if isinstance(k, TensorProxy):
-            _int_index(k, "indexing")
-        elif not (k is None or k is Ellipsis or isinstance(k, (int, slice))):
-            raise NotImplementedError(
-                f"indexing a tensor with {type(k).__name__} is not supported by thunder"
-            )
-    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if consumed > a.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {a.ndim}")
-    ellipses = [i for i, k in enumerate(key) if k is Ellipsis]  # by identity: proxies overload ==
-    if len(ellipses) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if ellipses:
-        i = ellipses[0]
-        key = key[:i] + (slice(None),) * (a.ndim - consumed) + key[i + 1 :]
-    else:
-        key = key + (slice(None),) * (a.ndim - consumed)
-    # basic indexing with the tensors as full slices; then where each tensor's dim ended up
-    basic = tuple(slice(None) if isinstance(k, TensorProxy) else k for k in key)
-    sliced = _apply_basic_index(a, basic)
-    indices: list[TensorProxy | None] = []
-    for k in key:
-        if isinstance(k, int):
-            continue
-        indices.append(k if isinstance(k, TensorProxy) else None)
-    while indices and indices[-1] is None:
-        indices.pop()
-    return prims.index(sliced, indices)
-
-
-def _bool_getitem(a: TensorProxy, key: tuple) -> TensorProxy:
-    """``a[True]``, ``a[0, False]``: each True is a new dim of size 1, as None is; the Falses together
-    make one new dim of size 0, where the first of them is (PyTorch's rule)."""
-    first_false = next((i for i, k in enumerate(key) if k is False), None)
-    key = tuple(k for i, k in enumerate(key) if k is not False or i == first_false)
-    consumed = sum(1 for k in key if not (k is None or k is Ellipsis or k is True or k is False))
-    if any(k is Ellipsis for k in key):  # spelled out as full slices, which basic indexing takes
-        i = next(i for i, k in enumerate(key) if k is Ellipsis)
-        key = key[:i] + (slice(None),) * (a.ndim - consumed) + key[i + 1 :]
-    result = _apply_basic_index(a, tuple(None if k is True or k is False else k for k in key))
-    position = 0  # the result dim each key entry makes, as basic indexing lays them out
-    for k in key:
-        if k is False:
-            result = _apply_basic_index(result, (slice(None),) * position + (slice(0, 0),))
-        if not isinstance(k, int) or isinstance(k, bool):  # an int consumes its dim
-            position += 1
-    return result
-
-
 def _long_index(index: TensorProxy, name: str) -> TensorProxy:
     """gather and scatter take any integer index (uint8 is no mask for them); prims take int64."""
     if not dtypes.is_integer(index.dtype):
@@ -517,8 +451,11 @@ def diagonal_scatter(
 def setitem(a: TensorProxy, key: Any, value: Any) -> TensorProxy:
     """Functional ``a[key] = value``: a new tensor. The positions ``key`` selects come from indexing
     an iota shaped like ``a``, so any key ``__getitem__`` takes works; then one ``index_put``."""
+    from thunder.torch.index_keys import value_of_write
+
     positions = getitem(reshape(prims.iota(a.numel(), start=0, step=1, device=a.device, dtype=dtypes.int64),
                                 a.shape), key)  # fmt: skip
+    value = value_of_write(value)
     if isinstance(value, TensorProxy):
         value = to_dtype(value, a.dtype)
         if broadcast_shapes(value.shape, positions.shape) != positions.shape:

@@ -7,8 +7,8 @@ Every in-place form maps to an out-of-place one, from tables:
   ``fill_``, the random fills) and ``SHAPE_CHANGING`` the ones that cannot be functionalized;
 - functions ``torch.foo_``, ``F.foo_``: the function ``foo``;
 - ``out=`` and ``inplace=True`` arguments: the call without them, written into ``out`` / the input;
-- ``x[key] = v``: a view ``x[key]`` (basic indexing) written with ``v``, or ``index_put`` for
-  advanced indices;
+- ``x[key] = v``: the view ``x[key]`` of the key's basic part written with ``v``, through
+  ``index_put`` for the key's tensors, as eager does (``thunder.torch.index_keys``);
 - ``F.batch_norm`` in training mode with running statistics: the normalization without them, plus
   the running-statistics update written into the buffers (under no_grad, as eager does).
 
@@ -25,10 +25,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from thunder.core import dtypes, fallback
-from thunder.core.inplace import mutate
+from thunder.core.inplace import current, mutate
 from thunder.core.proxies import TensorProxy, register_tensor_method, tensor_method
 from thunder.core.pytree import tree_leaves
 from thunder.torch.foreach import foreach_lookaside
+from thunder.torch.index_keys import parse_key, put, value_of_write
 from thunder.torch.randomness import random_lookaside
 from thunder.torch.registry import symbol_for
 
@@ -139,8 +140,12 @@ def _is_basic_key(key: Any) -> bool:
 
 
 def setitem(a: TensorProxy, key: Any, value: Any) -> None:
+    """``a[key] = value`` as eager writes it: into the view ``a[basic part of key]``, with ``index_put``
+    for the key's tensors (``thunder.torch.index_keys``); the in-place machinery writes the view back."""
+    if key is False:  # eager writes nothing and checks nothing
+        return
     if _is_basic_key(key):
-        mutate(tensor_method("getitem")(a, key), value)
+        mutate(tensor_method("getitem")(a, key), value_of_write(value))
         return
     if (
         isinstance(key, TensorProxy)
@@ -150,31 +155,16 @@ def setitem(a: TensorProxy, key: Any, value: Any) -> None:
     ):
         mutate(a, tensor_method("masked_fill")(a, key, value))
         return
-    try:
-        index_put = tensor_method("index_put")
-    except NotImplementedError:
-        index_put = _functional(torch.Tensor.index_put)
-    keys = key if isinstance(key, tuple) else (key,)
-    if not all(isinstance(k, TensorProxy) for k in keys):
-        raise NotImplementedError(
-            "assigning into a tensor with a mix of tensor and slice indices (x[idx, 1:] = v) is not "
-            "supported by thunder yet; use index_put or index_copy"
-        )
-    if not isinstance(value, TensorProxy):
-        value = tensor_method("new_full")(a, (), value) if _has_method("new_full") else value
-    mutate(a, index_put(a, keys, value))
+    parsed = parse_key(a, key)
+    if all(isinstance(k, slice) and k == slice(None) for k in parsed.basic):
+        view = a
+    else:
+        view = tensor_method("getitem")(a, parsed.basic)
+    mutate(view, put(current(view), parsed, value))
 
 
 def _is_tensor(x: Any) -> bool:
     return isinstance(x, TensorProxy) and x.ndim > 0
-
-
-def _has_method(name: str) -> bool:
-    try:
-        tensor_method(name)
-    except NotImplementedError:
-        return False
-    return True
 
 
 register_tensor_method("setitem", setitem)

@@ -191,7 +191,7 @@ def getitem(a: TensorProxy, key: Any) -> TensorProxy:
         if not (k is None or k is Ellipsis or isinstance(k, (int, slice, torch.SymInt))) or isinstance(
             k, bool
         ):
-            from thunder.torch.indexing import advanced_getitem
+            from thunder.torch.index_keys import advanced_getitem
 
             return advanced_getitem(a, key)
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
