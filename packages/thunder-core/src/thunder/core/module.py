@@ -29,6 +29,20 @@ class ThunderModule(torch.nn.Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self._thunder_jitted(*args, **kwargs)
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The compiled call, with the hooks registered on this wrapper; torch's global module hooks
+        (``register_module_forward_hook``) run inside the compiled program, for the wrapped module and
+        each submodule as in eager, and not once more for the wrapper."""
+        if not any(self.__dict__[table] for table in _HOOK_TABLES):
+            return self._thunder_jitted(*args, **kwargs)
+        if any(getattr(_torch_module_globals, table) for table in _GLOBAL_HOOK_TABLES):
+            raise NotImplementedError(
+                "this ThunderModule has hooks of its own and torch has global module hooks: calling it would "
+                "run the global ones once more than eager (for the wrapper); register the hooks on the "
+                "wrapped module instead"
+            )
+        return super().__call__(*args, **kwargs)
+
     def __getattr__(self, name: str) -> Any:
         """Anything else is the wrapped module's: ``config``, ``device``, ``generate``, ...
 
@@ -110,6 +124,8 @@ def _has_own_attribute(module: torch.nn.Module, name: str) -> bool:
 
 
 _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+_GLOBAL_HOOK_TABLES = tuple(f"_global{table}" for table in _HOOK_TABLES)
+_torch_module_globals = torch.nn.modules.module
 
 
 def _routing_forward(thunder_module: ThunderModule, model: torch.nn.Module, method: Callable) -> Callable:
@@ -171,6 +187,12 @@ def _compiled_forward(thunder_module: ThunderModule, model: torch.nn.Module) -> 
             raise NotImplementedError(
                 f"{type(model).__name__} has hooks of its own, which a method called through the ThunderModule "
                 "would run twice; compile the forward alone instead: model.forward = thunder.jit(model.forward)"
+            )
+        if any(getattr(_torch_module_globals, table) for table in _GLOBAL_HOOK_TABLES):
+            raise NotImplementedError(
+                f"torch has global module hooks (register_module_forward_hook and the like), which a method of "
+                f"{type(model).__name__} called through the ThunderModule would run twice for the module; "
+                "compile the forward alone instead: model.forward = thunder.jit(model.forward)"
             )
         namespace = model.__dict__
         routing = namespace.pop("forward", None)

@@ -62,6 +62,7 @@ from thunder.core.proxies import Proxy
 from thunder.core.pytree import tree_leaves
 from thunder.core.sources import (
     AttributeSource,
+    GlobalSource,
     ItemSource,
     LengthSource,
     ModuleEntrySource,
@@ -358,9 +359,10 @@ def _is_aliasable(value: Any) -> bool:
 
 
 def _is_hook_table(source: Source) -> bool:
-    """A module's hook table (``m._forward_hooks``): nn.Module always makes it a dict."""
+    """A module's hook table (``m._forward_hooks``), or torch's global one (``_global_forward_hooks`` of
+    ``torch.nn.modules.module``): nn.Module always makes them dicts."""
     return (
-        isinstance(source, (AttributeSource, ModuleEntrySource))
+        isinstance(source, (AttributeSource, ModuleEntrySource, GlobalSource))
         and source.name.startswith("_")
         and source.name.endswith("hooks")
     )

@@ -295,10 +295,14 @@ def _call_module(context: Any, module: Any, args: tuple, kwargs: dict) -> Any:
     torch_module = sys.modules["torch.nn.modules.module"]
     source = context.provenance.source_of(module)
     if source is not None:  # the trace depends on which hooks there are: report them to be checked
-        from thunder.core.sources import AttributeSource
+        from thunder.core.sources import AttributeSource, GlobalSource
 
         for name in _MODULE_HOOK_ATTRIBUTES:
             context.load(getattr(module, name, None), AttributeSource(source, name))
+        # and on torch's global module hooks (register_module_forward_hook): eager runs them for every
+        # module call, so one registered after the compile must make the prologue fail
+        for name in _GLOBAL_HOOK_ATTRIBUTES:
+            context.load(getattr(torch_module, name, None), GlobalSource(torch_module.__dict__, name))
     has_hooks = any(getattr(module, name, None) for name in _MODULE_HOOK_ATTRIBUTES) or any(
         getattr(torch_module, name, None) for name in _GLOBAL_HOOK_ATTRIBUTES
     )
