@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from typing import Any
 
 import pytest
 import torch
@@ -213,8 +214,22 @@ def test_the_key_changes_with_what_a_capture_depends_on() -> None:
 def test_the_key_with_one_input_of_a_kind() -> None:
     graphed = GraphedFunction(lambda *args: None)
     weight = torch.nn.Parameter(torch.randn(2))
-    assert graphed.key((weight,)) == ((weight.data_ptr(),), ((1,),), (), (), None)
-    assert GraphedFunction(lambda *args: None).key((torch.randn(2, 2),)) == ((), (), ((2, 1),), (), None)
+    assert graphed.key((weight,)) == ((weight.data_ptr(),), None, ((1,),), (), None)
+    assert GraphedFunction(lambda *args: None).key((torch.randn(2, 2),)) == ((), None, ((2, 1),), (), None)
+
+
+def test_the_key_leaves_out_the_strides_the_prologue_checked() -> None:
+    """After the prologue's C++ check passed with the strides it recorded (``TensorChecks.covered``:
+    a version and the positions), those strides are the version's: the key holds the version instead."""
+    weight, x = torch.nn.Parameter(torch.randn(3, 3)), torch.randn(2, 3)
+    graphed = GraphedFunction(lambda *args: None)
+    checked: list[Any] = [(0, (0,))]
+    graphed.checked_strides = lambda: checked[0]
+    assert graphed.key((weight, x)) == ((weight.data_ptr(),), 0, ((3, 1),), (), None)  # x's strides only
+    checked[0] = None  # the last check did not pass the recorded strides: all strides are in the key
+    assert graphed.key((weight, x)) == ((weight.data_ptr(),), None, ((3, 1), (3, 1)), (), None)
+    checked[0] = (1, (0, 1))
+    assert graphed.key((weight, x)) == ((weight.data_ptr(),), 1, (), (), None)
 
 
 @pytest.mark.skipif(

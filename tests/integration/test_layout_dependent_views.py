@@ -323,3 +323,46 @@ def test_ops_keep_a_permuted_operands_layout_as_in_eager(name: str) -> None:
             continue
         torch.testing.assert_close(jitted(x), expected, msg=lambda m: f"{layout}: {m}")
         torch.testing.assert_close(x, expected_x)
+
+
+def test_a_layout_check_folded_into_the_tensor_check_prints_and_decides_as_before() -> None:
+    """``(x * 2).view(-1)`` views only where ``x`` is contiguous (the product takes its layout): the
+    prologue checks that in its C++ tensor check (printed with the tensor), and a call with another
+    layout still answers as eager, also after many calls that took the C++ check's fast path."""
+
+    def fn(x):
+        return (x * 2).view(-1)
+
+    jitted = thunder.jit(fn)
+    for step in range(3):
+        torch.testing.assert_close(jitted(contiguous(step)), fn(contiguous(step)))
+    prologue = str(thunder.last_prologue_traces(jitted)[-1])
+    assert "layout contiguous" in prologue and "layouts.guard(x" not in prologue, prologue
+    for layout in ("transposed", "contiguous", "every other column", "transposed", "contiguous"):
+        x = LAYOUTS[layout](5)
+        try:
+            expected = fn(x)
+        except RuntimeError:
+            with pytest.raises(RuntimeError, match=_VIEW_ERROR):
+                jitted(x)
+            continue
+        torch.testing.assert_close(jitted(x), expected, msg=lambda m: f"{layout}: {m}")
+    reason = thunder.compile_stats(jitted).recompile_reasons[0]
+    assert "layout" in reason.message and "(3, 1)" in reason.before, reason
+    misses = thunder.cache_misses(jitted)  # the contiguous entry is still found
+    torch.testing.assert_close(jitted(contiguous(7)), fn(contiguous(7)))
+    assert thunder.cache_misses(jitted) == misses
+
+
+def test_a_tensor_whose_layout_does_not_matter_passes_with_changing_strides() -> None:
+    """Strides the program does not depend on are not a miss: the first call's strides make the fast
+    path, another layout passes the checks the entry requires, and is then left out of the fast one."""
+    jitted = thunder.jit(lambda x, w: (x * 2).sum(0) + w)
+    w = torch.randn(3)
+    for x in (torch.randn(4, 3), torch.randn(3, 4).t(), torch.randn(4, 3), torch.randn(3, 4).t()):
+        torch.testing.assert_close(jitted(x, w), (x * 2).sum(0) + w)
+    assert thunder.cache_misses(jitted) == 1
+    checks = thunder.last_prologue_traces(jitted)[-1].constants["_tensor_checks"]
+    jitted(torch.randn(3, 4).t(), w)
+    assert checks.covered() == (1, (1,))  # x left out once (version 1), w still covered
+    assert checks.covered() is None  # taken: a CUDA graph's key reads it once per call

@@ -217,6 +217,9 @@ class GraphedFunction:
         self.lends = True  # whether captures lend their outputs (``_take_back``)
         self.copies_outputs_because: str | None = None  # why not, where it stopped
         self._lock = threading.Lock()
+        # set by the pipeline: after the prologue passed, the inputs whose strides it checked
+        # (``prologue.TensorChecks.covered``): (version, positions), or None when it did not
+        self.checked_strides: Callable[[], tuple[int, tuple[int, ...]] | None] | None = None
 
     def __call__(self, *args: Any) -> Any:
         if self.refused is not None:
@@ -275,7 +278,8 @@ class GraphedFunction:
 
     def key(self, args: tuple) -> tuple:
         """What picks the graph for a call: its inputs' layout beyond what the prologue checked."""
-        return self._plan(args).key(args)
+        checked = self.checked_strides() if self.checked_strides is not None else None
+        return self._plan(args).key(args, checked)
 
     def _capture(self, args: tuple) -> _Captured:
         # the call before this one with the same key ran the program without a graph: that was the
@@ -352,18 +356,29 @@ class _InputPlan:
         self.copied = [i for i in tensors if i not in pinned]
         self.values = [i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)]
         self._pinned, self._copied = _picker(self.pinned), _picker(self.copied)
+        self._strided = _picker(self.pinned + self.copied)  # whose strides a key holds
+        self._unchecked: tuple[int, Callable] | None = None  # (version, picker): those the prologue did not
 
-    def key(self, args: tuple) -> tuple:
-        """What a capture depends on beyond what the prologue checked (shape, dtype, device).
+    def key(self, args: tuple, checked: tuple[int, tuple[int, ...]] | None = None) -> tuple:
+        """What a capture depends on beyond what the prologue checked (shape, dtype, device; with
+        ``checked``, (version, positions), also the strides at those positions, the same for every
+        call of that version).
 
         Built with C-level loops (``map`` over the tensor methods): a decode step keys a few hundred
         tensors on every call, and a generator over them cost twice as much.
         """
         pinned, copied = self._pinned(args), self._copied(args)
+        version, strided = None, self._strided
+        if checked is not None:
+            version = checked[0]
+            if self._unchecked is None or self._unchecked[0] != version:
+                left = set(checked[1])
+                self._unchecked = (version, _picker([i for i in self.pinned + self.copied if i not in left]))
+            strided = self._unchecked[1]
         return (
             tuple(map(_DATA_PTR, pinned)),
-            tuple(map(_STRIDE, pinned)),
-            tuple(map(_STRIDE, copied)),
+            version,
+            tuple(map(_STRIDE, strided(args))),
             tuple((type(args[i]), args[i]) for i in self.values),
             _lent_addresses(copied) if _LENT_ADDRESSES else None,
         )

@@ -27,7 +27,7 @@ from thunder.core.compile_transform import (
     compile_transforms,
     trace_transforms,
 )
-from thunder.core.cuda_graphs import with_cuda_graphs
+from thunder.core.cuda_graphs import GraphedFunction, with_cuda_graphs
 from thunder.core.diagnostics import instrumented_compile
 from thunder.core.diagnostics.recompiles import RecompileReason, explain_miss, record_recompile
 from thunder.core.diagnostics.tracebacks import with_user_frames
@@ -35,7 +35,7 @@ from thunder.core.disk_cache import load_or_compile
 from thunder.core.epilogue import Epilogue
 from thunder.core.executor import Executor, resolve_executors
 from thunder.core.options import CACHE_OPTIONS, check_callable, check_compile_options
-from thunder.core.prologue import GuardFailure, add_size_guards
+from thunder.core.prologue import GuardFailure, add_size_guards, fold_layout_guards
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.symbol import BoundSymbol
@@ -503,6 +503,9 @@ class JittedFunction:
         stats.last_stage_seconds["codegen"] = time.perf_counter() - codegen_start
         codegen_start = time.perf_counter()
         add_size_guards(result.prologue)  # every guard on a symbolic size is known now
+        checks = fold_layout_guards(result.prologue)  # and every layout guard
+        if checks is not None and isinstance(run, GraphedFunction):
+            run.checked_strides = checks.covered  # a graph's key leaves out the strides checked there
         entry = CacheEntry(
             prologue=result.prologue.python_callable(),
             computation=run,

@@ -245,7 +245,7 @@ def _explain_tensor(bound: BoundSymbol, frame: FrameType, inner: Any, describer:
 
 
 def _explain_tensors(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
-    checks_name, entries = bound.args
+    checks_name, entries, *_ = bound.args
     tensors = tuple(frame.f_locals.get(entry[0].name) for entry in entries)
     found = frame.f_globals[checks_name].mismatch(tensors)
     if found is None:
