@@ -135,6 +135,14 @@ def _write_opaque(base: TensorProxy, value: TensorProxy, *args: Any, **kwargs: A
     )
 
 
+def _write_detached(base: TensorProxy, value: TensorProxy) -> TensorProxy:
+    return value
+
+
+# Opaque views whose values are their base's: a write through one is the base's new value (eager's
+# ``x.detach()`` shares ``x``'s memory). Autograd does not see such a write (``Mutations.mutate``).
+DETACHED_VIEWS = frozenset({"ltorch.detach"})
+
 # prim id -> write-back rule (base, new value of the view, the prim's other arguments) -> new base
 WRITE_BACK: dict[str, Callable[..., TensorProxy]] = {
     prims.reshape.id: _write_reshape,
@@ -156,7 +164,13 @@ class ViewStep:
     def apply(self, base: TensorProxy) -> TensorProxy:
         return self.symbol(base, *self.args, **self.kwargs)
 
+    @property
+    def detached(self) -> bool:
+        return self.opaque and self.symbol.id in DETACHED_VIEWS
+
     def write_back(self, base: TensorProxy, value: TensorProxy) -> TensorProxy:
+        if self.detached:
+            return _write_detached(base, value)
         rule = _write_opaque if self.opaque else WRITE_BACK.get(self.symbol.id, _write_opaque)
         return rule(base, value, *self.args, **self.kwargs)
 
@@ -235,6 +249,9 @@ class _Root:
     proxy: TensorProxy  # the tensor as the program first saw it
     value: TensorProxy  # its current value
     generation: int = 0  # bumped by every mutation of the root or one of its views
+    # the value autograd still sees, while writes it does not see (under torch.no_grad(), or through
+    # ``detach()``) changed the values of a tensor that requires grad (``Mutations._materialize``)
+    unseen: TensorProxy | None = None
 
 
 @dataclass
@@ -268,6 +285,7 @@ class Mutations:
         if alias is None:
             return proxy
         root = self.roots[alias.root]
+        self._materialize(root)
         if alias.generation != root.generation:
             value = root.value
             self._busy += 1
@@ -340,11 +358,32 @@ class Mutations:
         self.aliases[copy.name] = _Alias(copy.name, (), value, 0)
         return copy
 
+    def _materialize(self, root: _Root) -> None:
+        """Read with gradients on after writes autograd did not see: eager's tensor has the new values,
+        and gradients reach it as they would have reached the old ones (``inplace.unseen_write``)."""
+        if root.unseen is None or self._busy or not torch.is_grad_enabled():
+            return
+        self._busy += 1
+        try:
+            value = unseen_write_symbol()(root.unseen, root.value)
+        finally:
+            self._busy -= 1
+        root.value, root.unseen = value, None
+        root.generation += 1
+
     def mutate(self, proxy: TensorProxy, value: TensorProxy) -> None:
         """From now on ``proxy`` (and every alias of its memory) holds ``value``."""
         alias = self._alias(proxy)
         root = self.roots[alias.root]
-        _check_input_mutation(self.trace, root.proxy, value)
+        # eager's autograd sees no write under no_grad or through a detached alias: the tensor keeps
+        # its place in the graph (and an input that requires grad may be written so)
+        unseen = not torch.is_grad_enabled() or any(step.detached for step in alias.chain)
+        if unseen:
+            if root.unseen is None and root.value.requires_grad:
+                root.unseen = root.value
+        else:
+            _check_input_mutation(self.trace, root.proxy, value)
+            self._materialize(root)
         self._busy += 1
         try:
             bases = [root.value]
@@ -561,6 +600,36 @@ def snapshot_symbol() -> Symbol:
 
 
 snapshot = torch.clone  # what ``inplace.snapshot`` names in a printed trace
+
+
+def _unseen_write_meta(old: TensorProxy, value: TensorProxy) -> TensorProxy:
+    return old.replace()
+
+
+def _unseen_write(old: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    return value
+
+
+_unseen_write_symbol: Symbol | None = None
+
+
+def unseen_write_symbol() -> Symbol:
+    """``inplace.unseen_write(old, value)``: ``value``, which autograd takes for ``old`` (the gradient
+    passes to ``old`` unchanged): a tensor that requires grad, written under no_grad or through
+    ``detach()``, as eager's autograd sees it (its graph is the old one, its values the new ones)."""
+    global _unseen_write_symbol
+    if _unseen_write_symbol is None:
+        from thunder.core.gradients import register_vjp
+
+        _unseen_write_symbol = Symbol(
+            name="unseen_write", id="inplace.unseen_write", meta=_unseen_write_meta, module="inplace",
+            fn=_unseen_write, executor=_torch_executor(),
+        )  # fmt: skip
+        register_vjp(_unseen_write_symbol)(lambda g, old, value, *, out: (g, None))
+    return _unseen_write_symbol
+
+
+unseen_write = _unseen_write  # what ``inplace.unseen_write`` names in a printed trace
 
 
 # ---------------------------------------------------------------------------------------------
