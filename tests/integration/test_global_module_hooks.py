@@ -101,3 +101,26 @@ def test_a_global_backward_hook_is_refused_not_skipped() -> None:
             jitted(torch.randn(2, 3)).sum().backward()
     finally:
         handle.remove()
+
+
+def test_a_hook_registered_between_calls_is_seen_after_many_hits() -> None:
+    """The prologue skips its hook-table checks while no hook handle was made since they passed
+    (``prologue.HookRegistrations``): a hook registered after many such calls is still seen, on a
+    submodule, and its removal too; the recompile reason names the table."""
+    model = _model()
+    jitted = thunder.jit(model)
+    for _ in range(5):
+        x = torch.randn(2, 3)
+        torch.testing.assert_close(jitted(x), model(x))
+    assert "check the tables" in str(thunder.last_prologue_traces(jitted)[-1])
+    handle = model[1].register_forward_hook(lambda module, args, out: out - 1)
+    for _ in range(3):
+        x = torch.randn(2, 3)
+        torch.testing.assert_close(jitted(x), model(x))
+    reason = thunder.compile_stats(jitted).recompile_reasons[-1]
+    assert "_forward_hooks" in reason.what or "hook" in reason.message, reason
+    handle.remove()
+    misses = thunder.cache_misses(jitted)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(jitted(x), model(x))
+    assert thunder.cache_misses(jitted) == misses  # the first entry again

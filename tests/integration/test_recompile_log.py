@@ -159,7 +159,7 @@ def test_a_module_attribute_parameter_and_hook():
     assert "self[0].weight changed: requires_grad True -> False" in str(_last(jitted))
     model[0].register_forward_hook(lambda *args: None)
     jitted(torch.randn(4, 2))
-    assert "self[0]._forward_hooks changed: empty -> 1 item (check_empty in the prologue)" in str(
+    assert "self[0]._forward_hooks changed: empty -> 1 item (check_hooks in the prologue)" in str(
         _last(jitted)
     )
 

@@ -36,6 +36,7 @@ from thunder.core.diagnostics.log_channels import channel_logger
 from thunder.core.prologue import (
     CHECK_CONTAINER,
     CHECK_EMPTY,
+    CHECK_HOOKS,
     CHECK_IDENTITY,
     CHECK_KEYS,
     CHECK_SAME,
@@ -323,6 +324,7 @@ _EXPLAINERS: dict[str, Callable[..., _Finding]] = {
     CHECK_CONTAINER.id: _explain_container,
     CHECK_SAME.id: _explain_same,
     CHECK_EMPTY.id: _explain_empty,
+    CHECK_HOOKS.id: _explain_empty,
     "layouts.guard": _explain_layout,
 }
 
