@@ -37,6 +37,7 @@ __all__ = [
     "Mutations",
     "note_aliasing",
     "mutate",
+    "resize",
     "current",
     "finish",
     "copy_",
@@ -503,7 +504,58 @@ def mutate(proxy: TensorProxy, value: Any) -> TensorProxy:
     return proxy
 
 
-def _as_value_of(proxy: TensorProxy, value: Any) -> TensorProxy:
+def resize(proxy: TensorProxy, value: TensorProxy) -> TensorProxy:
+    """Record eager's resizing ``out=``: ``proxy`` (a tensor the program made, of another shape than
+    ``value``) becomes a tensor of ``value``'s shape holding ``value``, cast to its dtype.
+
+    The user's code holds the proxy object, so that object takes the new value's name and shape; the
+    trace recorded so far refers to a twin with its old name and shape, so that it stays as printed.
+    """
+    trace = _tracing()
+    mutations = Mutations.of(trace)
+    construct = f"out= of shape {list(proxy.shape)} for a result of shape {list(value.shape)}"
+    if any(proxy is p for p in trace.args):
+        raise NotImplementedError(
+            f"{construct}: eager resizes out, here an input of the compiled function, which thunder does not "
+            "do to the caller's tensor; pass an out tensor of the result's shape, or one the function makes"
+        )
+    alias = mutations.aliases.get(proxy.name)
+    if (alias is not None and alias.chain) or any(
+        other.root == proxy.name and other.chain for other in mutations.aliases.values()
+    ):
+        raise NotImplementedError(
+            f"{construct}: eager resizes out, here a view of another tensor or a tensor with views, whose "
+            "memory the resized tensor would no longer share; pass an out tensor of the result's shape"
+        )
+    value = _as_value_of(proxy, value, resizing=True)
+    if any(value is p for p in trace.args) or value.name in mutations.aliases:
+        value = prims.copy(value)  # a tensor of its own: later writes into ``proxy`` must not reach it
+    twin = proxy.replace()
+    twin.name = proxy.name
+    trace.bound_symbols[:] = [_substitute(b, proxy, twin) for b in trace.bound_symbols]
+    for entry in (*mutations.roots.values(), *mutations.aliases.values()):
+        for field in ("proxy", "value"):
+            if getattr(entry, field, None) is proxy:
+                setattr(entry, field, twin)
+    proxy.name, proxy.shape, proxy.requires_grad = value.name, value.shape, value.requires_grad
+    return proxy
+
+
+def _substitute(bound_symbol: BoundSymbol, old: TensorProxy, new: TensorProxy) -> BoundSymbol:
+    def swap(x: Any) -> Any:
+        return new if x is old else x
+
+    if not any(p is old for p in (*bound_symbol.proxy_args(), *bound_symbol.proxy_outputs())):
+        return bound_symbol
+    return bound_symbol.replace(
+        args=tree_map(swap, bound_symbol.args),
+        kwargs=tree_map(swap, bound_symbol.kwargs),
+        output=tree_map(swap, bound_symbol.output),
+        subsymbols=tuple(_substitute(sub, old, new) for sub in bound_symbol.subsymbols),
+    )
+
+
+def _as_value_of(proxy: TensorProxy, value: Any, resizing: bool = False) -> TensorProxy:
     if not isinstance(value, TensorProxy):
         return prims.full(proxy.shape, value, device=proxy.device, dtype=proxy.dtype)
     if value.dtype != proxy.dtype:
@@ -513,7 +565,7 @@ def _as_value_of(proxy: TensorProxy, value: Any) -> TensorProxy:
                 f"{_torch_type_name(proxy.dtype)}"
             )
         value = prims.convert_element_type(value, proxy.dtype)
-    if value.shape != proxy.shape:
+    if value.shape != proxy.shape and not resizing:
         from thunder.core.promotion import broadcast_shapes
 
         try:

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from thunder.core import dtypes, fallback
-from thunder.core.inplace import current, mutate
+from thunder.core.inplace import current, mutate, resize
 from thunder.core.proxies import TensorProxy, register_tensor_method, tensor_method
 from thunder.core.pytree import tree_leaves
 from thunder.torch.foreach import foreach_lookaside
@@ -202,13 +203,22 @@ def _check_out_differentiable(torch_fn: Any, arguments: Any) -> None:
 
 def _write_result(destination: Any, result: Any) -> Any:
     for target, value in zip(tree_leaves(destination), tree_leaves(result)):
-        if target.shape != getattr(value, "shape", target.shape):
-            raise NotImplementedError(
-                f"out= of shape {list(target.shape)} for a result of shape {list(value.shape)}: eager resizes "
-                "out, which thunder cannot express; pass an out tensor of the result's shape"
-            )
-        mutate(target, value)
+        if isinstance(value, TensorProxy) and target.shape != value.shape:
+            if target.numel() != 0:
+                warnings.warn(_RESIZE_WARNING.format(list(target.shape), list(value.shape)), UserWarning, stacklevel=2)
+            resize(target, value)
+        else:
+            mutate(target, value)
     return destination
+
+
+# eager's warning (ATen's resize_output), word for word
+_RESIZE_WARNING = (
+    "An output with one or more elements was resized since it had shape {}, which does not match the required "
+    "output shape {}. This behavior is deprecated, and in a future PyTorch release outputs will not be resized "
+    "unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+    "elements with t.resize_(0)."
+)
 
 
 @functools.cache
