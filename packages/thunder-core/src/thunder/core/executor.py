@@ -214,6 +214,14 @@ class FusionExecutor(Executor):
         """
         return True
 
+    def stages(self, region: Sequence[BoundSymbol], outputs: set[str]) -> list[list[BoundSymbol]]:
+        """The parts of ``region`` that run as separate launches (its symbols, grouped); one by default.
+
+        ``outputs`` names the values read after the region. Region formation moves a part to another
+        region it is linked to where that saves launches (``transforms/region_moves.py``).
+        """
+        return [list(region)]
+
     def fuse(
         self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None
     ) -> BoundSymbol:

@@ -17,6 +17,7 @@ from thunder.core.symbol import DEL, RETURN, BoundSymbol
 from thunder.core.symbolic_shapes import DimProxy, has_symbolic_sizes
 from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.region_graph import RegionGraph
+from thunder.core.transforms.region_moves import move_parts_between_regions
 from thunder.core.transforms.region_remat import recompute_between_regions
 
 __all__ = ["claim_executors", "operator_callable", "UnclaimedSymbolError", "fused_by", "reads_symbols"]
@@ -221,6 +222,7 @@ def _fuse_regions(
     recompute_between_regions(claimed, region_of, regions, producer_of)
     _peel_leading_views(claimed, region_of, regions, operators, producer_of)
     _peel_escaping_views(claimed, region_of, regions, operators, producer_of)
+    move_parts_between_regions(claimed, region_of, regions, producer_of, chain)
     return _emit(claimed, region_of, regions, producer_of, chain)
 
 
@@ -370,19 +372,22 @@ def _reshapes_a_view_made_in(
     return True
 
 
-def _emit(
+Node = tuple[str, int]  # ("region", region) or ("symbol", index in claimed)
+
+
+def node_dependencies(
     claimed: list[tuple[BoundSymbol, FusionExecutor | None]],
     region_of: list[int | None],
-    regions: list[tuple[FusionExecutor, list[int]]],
     producer_of: dict[str, int],
     chain: dict[int, int],
-) -> list[BoundSymbol]:
-    """The program with each region as one node, in a topological order close to the original."""
+) -> tuple[dict[Node, list[int]], dict[Node, set[Node]]]:
+    """The program with each region as one node: each node's members (indices in ``claimed``, in
+    order) and the nodes it must run after (data, the random generator's chain, side effects)."""
     node_of = [("region", r) if r is not None else ("symbol", i) for i, r in enumerate(region_of)]
-    members: dict[tuple[str, int], list[int]] = {}
+    members: dict[Node, list[int]] = {}
     for index, node in enumerate(node_of):
         members.setdefault(node, []).append(index)
-    dependencies: dict[tuple[str, int], set[tuple[str, int]]] = {node: set() for node in members}
+    dependencies: dict[Node, set[Node]] = {node: set() for node in members}
     for index, (bound_symbol, _) in enumerate(claimed):
         for proxy in bound_symbol.proxy_args():
             producer = producer_of.get(proxy.name)
@@ -412,6 +417,18 @@ def _emit(
                 begun.append(last_effect)
             dependencies[node].update(n for n in begun if n != node)
             last_effect = node
+    return members, dependencies
+
+
+def _emit(
+    claimed: list[tuple[BoundSymbol, FusionExecutor | None]],
+    region_of: list[int | None],
+    regions: list[tuple[FusionExecutor, list[int]]],
+    producer_of: dict[str, int],
+    chain: dict[int, int],
+) -> list[BoundSymbol]:
+    """The program with each region as one node, in a topological order close to the original."""
+    members, dependencies = node_dependencies(claimed, region_of, producer_of, chain)
     # per value, how many nodes read it: a region outputs what another node reads
     readers: dict[str, int] = {}
     for indices in members.values():

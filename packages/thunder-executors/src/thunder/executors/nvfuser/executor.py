@@ -165,7 +165,7 @@ class FusionRunner:
 
     A region is one stage, except that outputs computed from lower-rank inputs alone are computed
     by a first stage (see ``_side_outputs``) and that independent parts of a region are stages of
-    their own (see ``_connected_stages``).
+    their own (see ``_connected_groups``).
     """
 
     def __init__(self, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]):
@@ -210,23 +210,29 @@ def _side_outputs(region: list[BoundSymbol], outputs: list[TensorProxy]) -> set[
 
 
 def _stages(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> list[Any]:
+    return [_stage(*group) for group in _stage_groups(region, inputs, outputs)]
+
+
+Group = tuple[list[BoundSymbol], list[TensorProxy], list[TensorProxy]]  # a stage's symbols, inputs, outputs
+
+
+def _stage_groups(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> list[Group]:
+    """What each stage of the region computes, from what, for whom (cheap: no stage is built)."""
     side = _side_outputs(region, outputs)
     first = _upstream(region, side)
     in_first = {id(b) for b in first}
     rest = [b for b in region if id(b) not in in_first]
     if not side or not rest:
-        return _connected_stages(region, inputs, outputs)
+        return _connected_groups(region, inputs, outputs)
     first_outputs = _read_after(first, rest, outputs)
     computed_first = {p.name for p in first_outputs}
     return [
-        *_connected_stages(first, _inputs_of(first), first_outputs),
-        *_connected_stages(rest, _inputs_of(rest), [p for p in outputs if p.name not in computed_first]),
+        *_connected_groups(first, _inputs_of(first), first_outputs),
+        *_connected_groups(rest, _inputs_of(rest), [p for p in outputs if p.name not in computed_first]),
     ]
 
 
-def _connected_stages(
-    region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]
-) -> list[Any]:
+def _connected_groups(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> list[Group]:
     """One stage per connected part of ``region`` (symbols linked by the tensors they share).
 
     A region may hold independent work (horizontal fusion). nvFuser schedules no disconnected
@@ -235,14 +241,14 @@ def _connected_stages(
     """
     parts = _connected_parts(region)
     if len(parts) == 1:
-        return [_stage(region, inputs, outputs)]
-    stages = []
+        return [(region, inputs, outputs)]
+    groups = []
     for part in parts:
         produced = {p.name for b in part for p in b.proxy_outputs()}
         part_outputs = [p for p in outputs if p.name in produced]
         if part_outputs:
-            stages.append(_stage(part, _inputs_of(part), part_outputs))
-    return stages
+            groups.append((part, _inputs_of(part), part_outputs))
+    return groups
 
 
 def _connected_parts(region: list[BoundSymbol]) -> list[list[BoundSymbol]]:
@@ -423,6 +429,15 @@ class NvFuserExecutor(FusionExecutor):
             return True
         others = (_reduction_key(b, aliases) for b in region)
         return all(other is None or other[0] != key[0] or other[1] == key[1] for other in others)
+
+    def stages(self, region: Sequence[BoundSymbol], outputs: set[str]) -> list[list[BoundSymbol]]:
+        """The symbols of each stage ``FusionRunner`` would run (one ``execute`` or ScalarStage each)."""
+        region = [b for b in region if not _is_identity(b)]
+        produced = [p for b in region for p in b.proxy_outputs() if isinstance(p, TensorProxy)]
+        region_outputs = [p for p in produced if p.name in outputs]
+        if not region_outputs:
+            return []
+        return [symbols for symbols, _, _ in _stage_groups(region, _inputs_of(region), region_outputs)]
 
     def fuse(
         self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None
