@@ -102,3 +102,41 @@ def test_gradients_pass_unseen_writes_as_eager(fn) -> None:  # noqa: ANN001
             results.append((out.detach(), xs.detach(), xs.grad))
         for expected, actual in zip(*results):
             torch.testing.assert_close(actual, expected)
+
+
+def _saved_output_overwritten(x: torch.Tensor) -> torch.Tensor:
+    y = x.exp()  # saves its output for the backward
+    with torch.no_grad():
+        y.mul_(-1)
+    return (y * 3).sum()
+
+
+def _saved_input_overwritten(x: torch.Tensor) -> torch.Tensor:
+    z = x * x  # saves x
+    x.detach().add_(1)
+    return z.sum()
+
+
+def _saved_view_overwritten(x: torch.Tensor) -> torch.Tensor:
+    y = x * 2
+    z = y[0].sin()  # saves the view y[0]
+    y.detach()[0].zero_()
+    return (z + y).sum()
+
+
+@pytest.mark.parametrize(
+    "fn", [_saved_output_overwritten, _saved_input_overwritten, _saved_view_overwritten], ids=lambda fn: fn.__name__
+)
+def test_a_backward_reading_an_overwritten_tensor_raises_as_eager(fn) -> None:  # noqa: ANN001
+    """Eager's backward raises where an op had saved the tensor written: so does thunder's, when it
+    runs; the forward runs, as eager's does."""
+    jitted = thunder.jit(fn)
+    for _ in range(2):
+        x = torch.randn(3, 3)
+        expected_x, actual_x = x.clone().requires_grad_(), x.clone().requires_grad_()
+        expected, actual = fn(expected_x), jitted(actual_x)
+        torch.testing.assert_close(actual, expected)
+        torch.testing.assert_close(actual_x, expected_x)
+        for out in (expected, actual):
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                out.backward()

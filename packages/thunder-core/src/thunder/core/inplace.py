@@ -372,6 +372,18 @@ class Mutations:
         root.value, root.unseen = value, None
         root.generation += 1
 
+    def _note_overwritten(self, root_name: str) -> None:
+        """The current values of a root and its views, which eager's autograd may have saved: its
+        backward raises then (the saved tensor's version changed), and so does thunder's."""
+        root = self.roots[root_name]
+        # made now, while tracing: a backward loaded from the disk cache finds it by this module's
+        # attribute (core/disk_cache.py), which tracing the same program sets before the lookup
+        overwritten_error_symbol()
+        self.trace.overwritten[root.value.name] = root.proxy.name
+        for alias in self.aliases.values():
+            if alias.root == root_name and alias.generation == root.generation:
+                self.trace.overwritten[alias.value.name] = root.proxy.name
+
     def mutate(self, proxy: TensorProxy, value: TensorProxy) -> None:
         """From now on ``proxy`` (and every alias of its memory) holds ``value``."""
         alias = self._alias(proxy)
@@ -382,6 +394,8 @@ class Mutations:
         if unseen:
             if root.unseen is None and root.value.requires_grad:
                 root.unseen = root.value
+            if root.value.requires_grad:
+                self._note_overwritten(alias.root)
         else:
             _check_input_mutation(self.trace, root.proxy, value)
             self._materialize(root)
@@ -682,6 +696,36 @@ def unseen_write_symbol() -> Symbol:
 
 
 unseen_write = _unseen_write  # what ``inplace.unseen_write`` names in a printed trace
+
+
+def _overwritten_error(names: tuple) -> None:
+    raise RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace operation: "
+        f"{', '.join(names)} (written under torch.no_grad() or through detach() after an op had saved it for "
+        "the backward; eager's backward raises the same)"
+    )
+
+
+def _overwritten_meta(names: tuple) -> None:
+    return None
+
+
+_overwritten_symbol: Symbol | None = None
+
+
+def overwritten_error_symbol() -> Symbol:
+    """``inplace.overwritten_error(names)``: a backward that would read tensors overwritten after they
+    were saved raises when it runs, as eager's does (``Trace.overwritten``)."""
+    global _overwritten_symbol
+    if _overwritten_symbol is None:
+        _overwritten_symbol = Symbol(
+            name="overwritten_error", id="inplace.overwritten_error", meta=_overwritten_meta, module="inplace",
+            fn=_overwritten_error, executor=_torch_executor(), tags=frozenset({"side_effect"}),
+        )  # fmt: skip
+    return _overwritten_symbol
+
+
+overwritten_error = _overwritten_error  # what ``inplace.overwritten_error`` names in a printed trace
 
 
 # ---------------------------------------------------------------------------------------------

@@ -77,6 +77,10 @@ class Trace:
         # names of proxies made by ops that may run as soon as their inputs exist (an optimizer's
         # update of one parameter, interpreter/optimizers.py): transforms/early_updates.py moves them
         self.early_outputs: set[str] = set()
+        # values of tensors that require grad, overwritten by writes autograd does not see (under
+        # no_grad, through detach): value name -> the tensor's; a backward that reads one raises, as
+        # eager's does (core/inplace.py)
+        self.overwritten: dict[str, str] = {}
         self._python_callable: Callable | None = None
 
     # names
@@ -184,4 +188,5 @@ def from_trace(trace: Trace, header: str = "") -> Trace:
     new.takes_argument_list = trace.takes_argument_list
     new.constants = dict(trace.constants)
     new.early_outputs = trace.early_outputs
+    new.overwritten = trace.overwritten
     return new

@@ -82,6 +82,7 @@ def split_forward_backward(computation: Trace) -> ForwardBackward:
     # everything the backward reads that it does not make (its return is among its bound symbols)
     read = [p for b in backward.bound_symbols for p in b.proxy_args()]
     saved = _unique([p for p in read if p.name not in produced])
+    _raise_where_overwritten(computation, backward, saved)
     backward.args = [*saved, *cotangent_args]
     backward.header = f"Backward: takes {len(saved)} saved tensors and {len(cotangent_args)} output gradients"
 
@@ -93,6 +94,17 @@ def split_forward_backward(computation: Trace) -> ForwardBackward:
     forward = dce(forward)
     forward.header = f"Forward: saves {len(saved)} tensors ({saved_bytes(saved)} bytes) for the backward"
     return ForwardBackward(forward, backward, saved, cotangent_outputs, detached_outputs(computation))
+
+
+def _raise_where_overwritten(computation: Trace, backward: Trace, saved: list) -> None:
+    """A backward that reads a value that a write autograd does not see overwrote (under no_grad,
+    through detach) raises when it runs, as eager's does: its saved tensor's version changed."""
+    overwritten = sorted({computation.overwritten[p.name] for p in saved if p.name in computation.overwritten})
+    if overwritten:
+        from thunder.core.inplace import overwritten_error_symbol
+
+        error = BoundSymbol(overwritten_error_symbol(), (tuple(overwritten),), {}, None, (), grad_enabled=False)
+        backward.bound_symbols.insert(0, error)
 
 
 def _simplify(backward: Trace) -> Trace:
