@@ -67,7 +67,7 @@ class KVCache(torch.nn.Module):
     def __init__(self, spelling: str = "index_copy") -> None:
         super().__init__()
         self.spelling = spelling
-        shape = (2, 3, 8, 4) if spelling == "index_copy" else (8, 2, 3, 4)  # (batch, heads, positions, dim)
+        shape = (8, 2, 3, 4) if spelling == "index_put" else (2, 3, 8, 4)  # (batch, heads, positions, dim)
         self.register_buffer("keys", torch.zeros(shape))
         self.register_buffer("values", torch.zeros(shape))
 
@@ -77,6 +77,10 @@ class KVCache(torch.nn.Module):
         if self.spelling == "index_copy":  # transformers' StaticLayer.update
             self.keys.index_copy_(2, position, k)
             self.values.index_copy_(2, position, v)
+            keys, values = self.keys, self.values
+        elif self.spelling == "setitem":  # StaticLayer.update's fallback: index_put, None for ``:``
+            self.keys[:, :, position] = k
+            self.values[:, :, position] = v
             keys, values = self.keys, self.values
         else:  # ``cache[position] = k`` (positions first): index_put
             self.keys[position] = k.permute(2, 0, 1, 3)
@@ -92,7 +96,7 @@ def _decode_inputs(call: int) -> tuple:
     return q, k, v, torch.tensor([call])
 
 
-@pytest.mark.parametrize("spelling", ["index_copy", "index_put"])
+@pytest.mark.parametrize("spelling", ["index_copy", "index_put", "setitem"])
 def test_a_decode_loop_writes_its_cache_in_place(spelling: str) -> None:
     module, reference = KVCache(spelling), KVCache(spelling)
     jitted = thunder.jit(module)
@@ -102,10 +106,11 @@ def test_a_decode_loop_writes_its_cache_in_place(spelling: str) -> None:
         torch.testing.assert_close(module.keys, reference.keys)
         torch.testing.assert_close(module.values, reference.values)
     assert thunder.cache_misses(jitted) == 1
-    method = f"{spelling}_"
+    method = "index_put_" if spelling == "setitem" else f"{spelling}_"
     assert _in_place_writes(jitted) == [(method, "keys"), (method, "values")]
     assert _copied_back(jitted) == []  # no cache-sized copy, no cache-sized temporary
-    assert f"torch.Tensor.{method}(keys" in str(_execution(jitted))
+    module_name = "inplace" if spelling == "setitem" else "torch.Tensor"
+    assert f"{module_name}.{method}(keys" in str(_execution(jitted))
 
 
 def test_a_read_of_the_old_cache_through_a_view_after_the_write_keeps_the_copy_back() -> None:

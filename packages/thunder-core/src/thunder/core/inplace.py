@@ -128,6 +128,14 @@ def write_slice_(base: torch.Tensor, value: torch.Tensor, start: Any, end: Any, 
     return base
 
 
+def index_put_(
+    base: torch.Tensor, indices: Any, values: torch.Tensor, accumulate: bool = False
+) -> torch.Tensor:
+    """``prims.index_put`` in place (transforms/reinplace.py): ``aten.index_put_``, which takes None
+    for a dim taken whole (``keys[:, :, pos] = k``), where ``Tensor.index_put_`` takes tensors only."""
+    return torch.ops.aten.index_put_(base, list(indices), values, accumulate)
+
+
 def _write_opaque(base: TensorProxy, value: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
     raise NotImplementedError(
         "writing in place into a view that thunder computes as a copy (a fallback, or a view op such as "

@@ -54,6 +54,7 @@ WRITES_INPUT = "writes_input"
 RULES: dict[str, str] = {
     "ltorch.index_copy": "torch.Tensor.index_copy_",
     "ltorch.index_put": "torch.Tensor.index_put_",
+    "prims.index_put": "inplace.index_put_",  # ``keys[:, :, pos] = k``: None for the dims taken whole
     "ltorch.index_add": "torch.Tensor.index_add_",
     "ltorch.index_fill": "torch.Tensor.index_fill_",
     "ltorch.scatter": "torch.Tensor.scatter_",
