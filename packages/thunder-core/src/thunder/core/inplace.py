@@ -21,6 +21,7 @@ computation trace, so it prints, and DCE keeps it (it is tagged ``side_effect``)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -83,12 +84,14 @@ def _write_broadcast(
     base: TensorProxy, value: TensorProxy, shape: Any, broadcast_dimensions: Any
 ) -> TensorProxy:
     if base.numel() != value.numel():
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a single "
-            "memory location (an in-place operation on an expanded tensor). Please clone() the tensor "
-            "before performing the operation."
-        )
+        raise RuntimeError(_OVERLAP_ERROR)
     return prims.reshape(value, base.shape)
+
+
+_OVERLAP_ERROR = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location "
+    "(an in-place operation on an expanded tensor). Please clone() the tensor before performing the operation."
+)
 
 
 def _zero_of(dtype: dtypes.dtype) -> Any:
@@ -412,9 +415,12 @@ class Mutations:
             bases = [root.value]
             for step in alias.chain[:-1]:
                 bases.append(step.apply(bases[-1]))
-            new = value
-            for step, base in reversed(list(zip(alias.chain, bases))):
-                new = step.write_back(base, new)
+            if _makes_copies(alias.chain, bases) and _replayable(alias.chain, root.value):
+                new = _write_through_copies(root.value, alias.chain, value)
+            else:
+                new = value
+                for step, base in reversed(list(zip(alias.chain, bases))):
+                    new = step.write_back(base, new)
         finally:
             self._busy -= 1
         root.value = new
@@ -426,6 +432,39 @@ class Mutations:
         return [
             (r.proxy, r.value) for name, r in self.roots.items() if name in inputs and r.value is not r.proxy
         ]
+
+
+def _makes_copies(chain: tuple[ViewStep, ...], bases: list[TensorProxy]) -> bool:
+    """Whether a step of the chain broadcasts its base to more elements (``expand``)."""
+    return any(
+        not step.opaque and step.symbol.id == prims.broadcast_in_dim.id and math.prod(step.args[0]) != base.numel()
+        for step, base in zip(chain, bases)
+    )
+
+
+def _replayable(chain: tuple[ViewStep, ...], root: TensorProxy) -> bool:
+    steps = [torch_step(step) for step in chain]
+    return all(step is not None for step in steps) and not any(type(s) is torch.SymInt for s in root.shape)
+
+
+def _write_through_copies(root: TensorProxy, chain: tuple[ViewStep, ...], value: TensorProxy) -> TensorProxy:
+    """The root's new value after writing ``value`` into a view of it that goes through an ``expand``
+    (``x.unsqueeze(1).expand(2, 2, 3)[:, 0]``): eager writes it, unless the view holds two copies of
+    one element (a dim of stride 0 and size > 1, eager's overlap check). Each element of the view is
+    the root's element at the position the same chain gives an iota shaped like the root: one
+    ``index_put`` of the flat root there."""
+    meta = replay_views(torch.empty(tuple(root.shape), device="meta"), tuple(torch_step(s) for s in chain))
+    if any(stride == 0 and size > 1 for stride, size in zip(meta.stride(), meta.shape)):
+        raise RuntimeError(_OVERLAP_ERROR)
+    count = root.numel()
+    positions = prims.reshape(prims.iota(count, start=0, step=1, device=root.device, dtype=dtypes.int64), root.shape)
+    for step in chain:
+        positions = step.apply(positions)
+    written = prims.index_put(
+        prims.reshape(root, (count,)), [prims.reshape(positions, (positions.numel(),))],
+        prims.reshape(value, (value.numel(),)), False,
+    )  # fmt: skip
+    return prims.reshape(written, tuple(root.shape))
 
 
 def _copies_in_eager(bound_symbol: BoundSymbol, source: TensorProxy) -> bool:
