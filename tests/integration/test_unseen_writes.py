@@ -34,7 +34,13 @@ def _view_of_a_detach(x: torch.Tensor) -> torch.Tensor:
     return x.cos()
 
 
-NO_GRAD_INPUTS = [_detach_add, _detach_setitem, _detach_of_a_view, _view_of_a_detach]
+def _through_data(x: torch.Tensor) -> torch.Tensor:
+    x.data.clamp_(min=0)
+    x.data[:, 0] = x.data[:, 1]
+    return x * x.data.requires_grad
+
+
+NO_GRAD_INPUTS = [_detach_add, _detach_setitem, _detach_of_a_view, _view_of_a_detach, _through_data]
 
 
 @pytest.mark.parametrize("fn", NO_GRAD_INPUTS, ids=lambda fn: fn.__name__)
@@ -82,9 +88,14 @@ def _detached_then_returned(x: torch.Tensor) -> torch.Tensor:
     return y
 
 
+def _parameter_initialized_through_data(x: torch.Tensor) -> torch.Tensor:
+    x.data.mul_(0.5)  # (a weight initialized in place)
+    return (x.sin() * x).sum()
+
+
 WITH_GRADS = [
     _input_detached, _input_under_no_grad, _intermediate_detached, _intermediate_under_no_grad,
-    _detached_then_returned,
+    _detached_then_returned, _parameter_initialized_through_data,
 ]  # fmt: skip
 
 

@@ -748,8 +748,8 @@ unseen_write = _unseen_write  # what ``inplace.unseen_write`` names in a printed
 def _overwritten_error(names: tuple) -> None:
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace operation: "
-        f"{', '.join(names)} (written under torch.no_grad() or through detach() after an op had saved it for "
-        "the backward; eager's backward raises the same)"
+        f"{', '.join(names)} (written under torch.no_grad() or through detach() or .data after an op had saved "
+        "it for the backward: eager's backward raises the same, or, for .data, computes with the new values)"
     )
 
 

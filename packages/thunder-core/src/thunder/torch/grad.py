@@ -27,6 +27,11 @@ def detach(input: TensorProxy) -> TensorProxy:
     return prims.convert_element_type(input, input.dtype)
 
 
+# ``x.data``: eager's tensor sharing ``x``'s memory outside autograd, as ``x.detach()`` (a write through
+# it reaches ``x``, unseen by autograd: core/inplace.py)
+register_tensor_method("data", detach)
+
+
 def _backward_inside_jit(construct: str) -> NotImplementedError:
     return NotImplementedError(
         f"{construct} inside a function compiled by thunder.jit is not supported: use loss.backward() "
