@@ -5,7 +5,9 @@ It claims ``ltorch.linear`` and ``ltorch.linears`` (several weights of one input
 of float32, float16 or bfloat16 (or a CPU tensor under ``TRITON_INTERPRET=1``), and
 ``ltorch.rms_norm_linears`` (an RMS norm folded into the linears reading it, by
 ``core/transforms/fold_rms_norms.py``) when its norm weight is also of the input's dtype. The kernel
-is ``triton/gemv.py``; why it beats cuBLAS there is written at its top. It is a default executor on
+is ``triton/gemv.py``; why it beats cuBLAS there is written at its top. It also claims a decode
+step's attention (``ltorch.attention`` of a few query rows per key/value head over the cache,
+``_decode_attention_fits``), run by ``triton/decode_attention.py``: the other one-token kernel. It is a default executor on
 machines with a CUDA device and Triton (``core/executor.py``), listed before torch.
 
 At run time a weight that is not contiguous, or a group whose weights differ in dtype or device,
@@ -16,6 +18,7 @@ norm): the checks cost less than a launch.
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Sequence
 
 import torch
@@ -28,7 +31,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.transforms.group_linears import MAX_GROUP
 from thunder.torch.norm_linears import RMS_NORM_STYLES
 
-__all__ = ["executor", "GemvExecutor", "linear", "linears", "rms_norm_linears"]
+__all__ = ["executor", "GemvExecutor", "linear", "linears", "rms_norm_linears", "decode_attention", "decode_sdpa"]
 
 _DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 
@@ -170,6 +173,107 @@ def _rms_norm_linears_fit(
     )
 
 
+def decode_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """``ltorch.attention`` of a decode step (``_decode_attention_fits``) with ``triton/decode_attention.py``;
+    through ``F.scaled_dot_product_attention`` where a last dim is not of stride 1 (a layout the
+    trace did not promise)."""
+    width = q.shape[-1]
+    resolved = 1.0 / math.sqrt(width) if scale is None else float(scale)
+    if all(t is None or t.stride(-1) == 1 for t in (q, k, v, attn_mask)):
+        from thunder.executors.triton.decode_attention import decode_attention as kernel
+
+        return kernel(q, k, v, attn_mask, resolved)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale)
+
+
+def _decode_attention_fits(
+    q: object,
+    k: object,
+    v: object,
+    attn_mask: object = None,
+    is_causal: object = False,
+    scale: object = None,
+    enable_gqa: object = False,
+) -> bool:
+    """A decode step's attention: a few query rows per head (``MAX_ROWS``; the query groups of one
+    key/value head, ``core/transforms/query_groups.py``) over as many key/value heads, 4-D tensors of
+    one supported dtype and device, a power-of-two head width from 16 to 256, not causal, and no mask or
+    an additive float mask of shape ``(B or 1, 1, 1, L)``."""
+    from thunder.executors.triton.decode_attention import MAX_ROWS
+
+    tensors = (q, k, v)
+    if not all(isinstance(t, TensorProxy) and t.ndim == 4 for t in tensors) or is_causal is not False:
+        return False
+    assert isinstance(q, TensorProxy) and isinstance(k, TensorProxy) and isinstance(v, TensorProxy)
+    device_type = "cpu" if _interpret_mode() else "cuda"
+    if any(t.dtype != q.dtype or t.device != q.device for t in tensors) or q.device.type != device_type:
+        return False
+    if q.dtype not in _DTYPES or any(type(n) is not int for t in tensors for n in t.shape):
+        return False
+    batch, heads, rows, width = q.shape
+    if k.shape != (batch, heads, k.shape[2], width) or v.shape != k.shape or not 1 <= rows <= MAX_ROWS:
+        return False
+    if k.shape[2] < 1 or width < 16 or width > 256 or width & (width - 1):
+        return False
+    if scale is not None and type(scale) not in (int, float):
+        return False
+    if attn_mask is None:
+        return True
+    return (
+        isinstance(attn_mask, TensorProxy)
+        and attn_mask.dtype in _DTYPES
+        and attn_mask.device == q.device
+        and attn_mask.ndim == 4
+        and attn_mask.shape[0] in (1, batch)
+        and tuple(attn_mask.shape[1:]) == (1, 1, k.shape[2])
+    )
+
+
+def decode_sdpa(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """``F.scaled_dot_product_attention`` without dropout (``_decode_sdpa_fits``): ``decode_attention``."""
+    return decode_attention(query, key, value, attn_mask, is_causal, scale, enable_gqa)
+
+
+def _decode_sdpa_fits(
+    query: object,
+    key: object,
+    value: object,
+    attn_mask: object = None,
+    dropout_p: object = 0.0,
+    is_causal: object = False,
+    scale: object = None,
+    enable_gqa: object = False,
+) -> bool:
+    return dropout_p == 0.0 and _decode_attention_fits(query, key, value, attn_mask, is_causal, scale, enable_gqa)
+
+
+executor.register_implementation(
+    ltorch.attention,
+    executor.register_operator("decode_attention", fn=decode_attention, like=ltorch.attention),
+    checker=_decode_attention_fits,
+)
+executor.register_implementation(
+    ltorch.scaled_dot_product_attention,
+    executor.register_operator("decode_sdpa", fn=decode_sdpa, like=ltorch.scaled_dot_product_attention),
+    checker=_decode_sdpa_fits,
+)
 executor.register_implementation(
     ltorch.linear,
     executor.register_operator("gemv_linear", fn=linear, like=ltorch.linear),
