@@ -6,7 +6,8 @@ namespace it is executed in. Each line is one op over earlier values: elementwis
 broadcasting, Python numbers, reductions, views, in-place updates of clones (or, without gradients,
 of the inputs, and writes through views of views, eager's aliases, ``out=``, ``__setitem__`` with
 masks, tensors, ``None`` and ellipsis, keys mixing index tensors with slices and bools, ``index_put_``,
-``masked_fill_``, writes into expanded tensors, which eager refuses), dtype conversions, integer and
+``masked_fill_``, writes into expanded tensors, which eager refuses, or into one copy of them, writes
+through ``detach()``, ``.data`` and under no_grad, resizing ``out=``), dtype conversions, integer and
 bool tensors with Python numbers, 0-dim tensors, and Python control flow on shapes and on the number
 ``k``.
 
@@ -75,6 +76,9 @@ INPLACE = [  # on a clone: {v} is a fresh name
     "{v} = {x}.clone(); {v}[:, torch.tensor([0, -1])] = {y}[..., :1]", "{v} = {x}.clone(); {v}[..., torch.tensor([-1])] *= 2",
     "{v} = {x}.clone(); {v}[torch.tensor([0]), ..., 1:] = {n}", "{v} = {x}.clone(); {v}[None, torch.tensor([0])] = {y}.sum()",
     "{v} = {x}.clone(); {v}[True] = {y}", "{v} = {x}.clone(); {v}[:, {x}[0] > 0] = {n}",
+    # writes autograd does not see (through detach, .data, under no_grad), and through one copy of an expand
+    "{v} = {x}.clone(); {v}.detach().mul_({n})", "{v} = {x} * 1\nwith torch.no_grad():\n    {v}[..., :1].add_({n})",
+    "{v} = {x}.clone(); {v}.data[0] = {n}", "{v} = {x}.clone(); {v}.unsqueeze(0).expand(2, *{v}.shape)[1].add_({y})",
 ]  # fmt: skip
 ALIASED_WRITES = [  # writes through eager's aliases and views of views, on a clone: {v} is a fresh name
     "{v} = {x}.clone(); {v}.t()[0].mul_(2)", "{v} = {x}.clone(); {v}.unsqueeze(0)[0][..., :1].add_({n})",
@@ -94,6 +98,9 @@ ALIASED_WRITES = [  # writes through eager's aliases and views of views, on a cl
     "{v} = {x}.t() * 1; {v}.reshape(-1)[:1].fill_({n})",
     "{v} = {x}.clone(); {v}.t()[:, torch.tensor([0, 0])] = {n}", "{v} = {x}.clone(); {v}[..., ::2][:, torch.tensor([-1])] += {y}[..., :1]",
     "{v} = {x}.clone(); {v}[torch.tensor(0), :, torch.tensor([1, 0])] = {n}", "{v} = {x}.clone(); {v}[0, torch.tensor(True)] = {n}",
+    "{v} = torch.empty(0, dtype={x}.dtype, device={x}.device); torch.add({x}, {y}, out={v})",
+    "{v} = torch.zeros(1, device={x}.device); torch.mul({x}, {n}, out={v})",
+    "{v} = {x}.clone(); {v}.t().detach()[..., :1] = {n}", "{v} = {x}.clone(); {v}[:1].expand(3, *{v}.shape[1:])[2].sub_({n})",
 ]  # fmt: skip
 PROMOTION = [  # integer and bool tensors with Python numbers, 0-dim tensors, torch.where with numbers
     "({x} > 0) + {n}", "({x} > 0) * {x}", "({x} > 0).sum() * {x}", "torch.where({x} > 0, {x}, {n})",

@@ -278,3 +278,25 @@ def test_a_repeated_index_writes_like_index_put() -> None:
         v = torch.arange(3.0)
         expected, actual = f(x.clone(), idx, v), jitted(x.clone(), idx, v)
         torch.testing.assert_close(actual, expected)
+
+
+@pytest.mark.parametrize("key", ["[:, mask]", "[mask]"])
+def test_one_row_per_true_checks_the_count_of_trues_when_run(key: str) -> None:
+    """The count of Trues is the data's: each call's mask, with the same rows, as eager."""
+
+    def write(x: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        if key == "[mask]":
+            x[mask] = rows.t()
+        else:
+            x[:, mask] = rows
+        return x
+
+    jitted = thunder.jit(write)
+    rows = torch.arange(6.0).reshape(3, 2)
+    for mask in ([True, False, True, False], [True, True, True, False], [False, False, False, True],
+                 [False, True, False, True]):  # fmt: skip
+        mask = torch.tensor(mask)
+        x = torch.zeros(3, 4) if key == "[:, mask]" else torch.zeros(4, 3)
+        expected = _outcome(write, x.clone(), mask, rows)
+        actual = _outcome(jitted, x.clone(), mask, rows)
+        assert _same(expected, actual), (mask, expected, actual)

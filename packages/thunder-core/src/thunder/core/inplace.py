@@ -775,6 +775,37 @@ def overwritten_error_symbol() -> Symbol:
 overwritten_error = _overwritten_error  # what ``inplace.overwritten_error`` names in a printed trace
 
 
+def _true_count(mask: torch.Tensor, rows: int) -> None:
+    count = int(mask.sum())  # eager's nonzero synchronizes the same way
+    if count != rows:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of {rows} rows cannot be broadcast to indexing result of {count} rows "
+            "(the count of Trues of the mask)"
+        )
+
+
+def _true_count_meta(mask: TensorProxy, rows: int) -> None:
+    return None
+
+
+_true_count_symbol: Symbol | None = None
+
+
+def check_true_count(mask: TensorProxy, rows: int) -> None:
+    """Record ``inplace.true_count(mask, rows)``: a write of one row per True of ``mask`` raises when
+    it runs with another count of Trues, as eager's does (the count is the data's)."""
+    global _true_count_symbol
+    if _true_count_symbol is None:
+        _true_count_symbol = Symbol(
+            name="true_count", id="inplace.true_count", meta=_true_count_meta, module="inplace",
+            fn=_true_count, executor=_torch_executor(), tags=frozenset({"side_effect"}),
+        )  # fmt: skip
+    _true_count_symbol(mask, rows)
+
+
+true_count = _true_count  # what ``inplace.true_count`` names in a printed trace
+
+
 # ---------------------------------------------------------------------------------------------
 # Returned views of updated inputs
 

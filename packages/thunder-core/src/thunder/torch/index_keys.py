@@ -43,10 +43,6 @@ class IndexKey:
     selects: tuple  # per dim of the view: a 0-dim integer tensor, or None
     indices: tuple  # per advanced position of what the selects leave: a tensor, or None (the dim whole)
 
-    @property
-    def is_view(self) -> bool:
-        return not any(s is not None for s in self.selects) and not any(i is not None for i in self.indices)
-
 
 def _is_tensor(k: Any) -> bool:
     return isinstance(k, TensorProxy)

@@ -285,6 +285,9 @@ def _masked_put(a: TensorProxy, mask: TensorProxy, values: TensorProxy, accumula
     # one row per True, in order
     if values.shape[1:] != rest:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast")
+    from thunder.core.inplace import check_true_count
+
+    check_true_count(mask, values.shape[0])  # eager raises for more rows than Trues, as for fewer
     base = prims.full(a.shape, zero, device=a.device, dtype=a.dtype) if accumulate else a
     scattered = masked_scatter(base, full_mask, values)
     return prims.add(a, scattered) if accumulate else scattered
