@@ -57,6 +57,8 @@ def move_parts_between_regions(
         moved = True
         while moved and tries < _MOVES_PER_PROGRAM:
             moved = False
+            if not moves.linked_regions(region, moves.regions[region][1], any_size=True):
+                break  # nothing to move to: its parts need not be known
             parts = moves.parts(region)
             if not parts:
                 break
@@ -110,7 +112,7 @@ class _Moves:
         stages = executor.stages([self.claimed[i][0] for i in members], self.outputs(members))
         return [[index_of[id(b)] for b in stage] for stage in stages]
 
-    def linked_regions(self, region: int, part: list[int]) -> list[int]:
+    def linked_regions(self, region: int, part: list[int], *, any_size: bool = False) -> list[int]:
         """Other regions of the executor that read or make a tensor (not a number) the part reads or
         makes, and that has a tensor as large as the part's widest.
 
@@ -136,7 +138,7 @@ class _Moves:
                 target = self.region_of[index] if index is not None else None
                 if target is not None and target != region and self.regions[target][0] is executor:
                     linked.add(target)
-        return [target for target in sorted(linked) if widest in self.sizes(target)]
+        return [target for target in sorted(linked) if any_size or widest in self.sizes(target)]
 
     def sizes(self, region: int) -> set[int]:
         """The numbers of elements of the region's tensors."""
