@@ -167,3 +167,12 @@ def test_out_with_an_argument_that_requires_grad_raises_as_in_eager() -> None:
         thunder.jit(fn)(a)
     with torch.no_grad():
         torch.testing.assert_close(thunder.jit(fn)(a), fn(a))
+
+
+def test_out_that_is_also_an_operand_of_another_shape_raises_as_in_eager() -> None:
+    # Found by the long run once out= of another shape resized (inplace.resize):
+    # ``v = a.clone(); torch.add(v, b, out=v)`` with ``b`` broadcasting ``v`` to more elements returned
+    # the sum, where eager refuses to resize an operand ("output with shape [1] doesn't match the
+    # broadcast shape [1, 1]").
+    body = "v1 = a.clone(); torch.add(v1, b, out=v1)\nreturn (v1, a, b,)"
+    check_program(_program(body, [(1,), (1, 1)], grads=False), seed=0)

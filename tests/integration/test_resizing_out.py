@@ -68,6 +68,18 @@ def test_resizing_out_matches_eager(fn) -> None:  # noqa: ANN001
             assert thunder_warnings == eager_warnings
 
 
+def test_an_out_that_is_also_an_operand_is_not_resized_as_in_eager() -> None:
+    def f(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        t = x.clone()
+        return torch.add(t, y, out=t)
+
+    x, y = torch.randn(1), torch.randn(2, 2)
+    with pytest.raises(RuntimeError, match=r"output with shape \[1\] doesn't match the broadcast shape \[2, 2\]"):
+        f(x, y)
+    with pytest.raises(RuntimeError, match=r"output with shape \[1\] doesn't match the broadcast shape \[2, 2\]"):
+        thunder.jit(f)(x, y)
+
+
 def test_resizing_an_input_or_a_view_is_refused() -> None:
     def into_input(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         return torch.add(x, x, out=t)

@@ -201,9 +201,13 @@ def _check_out_differentiable(torch_fn: Any, arguments: Any) -> None:
         )
 
 
-def _write_result(destination: Any, result: Any) -> Any:
+def _write_result(destination: Any, result: Any, operands: Any = ()) -> Any:
     for target, value in zip(tree_leaves(destination), tree_leaves(result)):
         if isinstance(value, TensorProxy) and target.shape != value.shape:
+            if any(target is operand for operand in tree_leaves(operands)):  # eager resizes no input
+                raise RuntimeError(
+                    f"output with shape {list(target.shape)} doesn't match the broadcast shape {list(value.shape)}"
+                )
             if target.numel() != 0:
                 warnings.warn(_RESIZE_WARNING.format(list(target.shape), list(value.shape)), UserWarning, stacklevel=2)
             resize(target, value)
@@ -241,7 +245,7 @@ def _with_out_and_inplace(torch_fn: Any, functional: Callable) -> Callable:
             _check_out_differentiable(torch_fn, (args, kwargs, out))
             result = functional(*args, **kwargs)
             _check_out_dtypes(torch_fn, out, result)
-            return _write_result(out, result)
+            return _write_result(out, result, (args, kwargs))
         if takes_inplace and signature is not None:
             bound = signature.bind(*args, **kwargs)
             if bound.arguments.get("inplace"):
