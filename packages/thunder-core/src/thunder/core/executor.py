@@ -218,7 +218,8 @@ class FusionExecutor(Executor):
         """The parts of ``region`` that run as separate launches (its symbols, grouped); one by default.
 
         ``outputs`` names the values read after the region. Region formation moves a part to another
-        region it is linked to where that saves launches (``transforms/region_moves.py``).
+        region it is linked to where that saves launches (``transforms/region_moves.py``), for an
+        executor that overrides this method only.
         """
         return [list(region)]
 

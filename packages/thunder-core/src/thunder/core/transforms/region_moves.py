@@ -54,6 +54,8 @@ def move_parts_between_regions(
     moves = _Moves(claimed, region_of, regions, producer_of, chain, readers)
     tries = 0
     for region in range(len(regions)):
+        if type(regions[region][0]).stages is FusionExecutor.stages:
+            continue  # an executor that does not say how it launches a region (Triton plans its own kernels)
         moved = True
         while moved and tries < _MOVES_PER_PROGRAM:
             moved = False
