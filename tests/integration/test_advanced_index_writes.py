@@ -300,3 +300,47 @@ def test_one_row_per_true_checks_the_count_of_trues_when_run(key: str) -> None:
         expected = _outcome(write, x.clone(), mask, rows)
         actual = _outcome(jitted, x.clone(), mask, rows)
         assert _same(expected, actual), (mask, expected, actual)
+
+
+OVERLAPPING_WRITES = {  # x[key] = v where v is a view of x: eager's error, or (order-dependent) refused
+    "rows into the next rows": (lambda x: x.__setitem__(slice(1, None), x[:-1]), RuntimeError),
+    "rows by index from overlapping rows": (lambda x: x.__setitem__(torch.tensor([1, 2]), x[:2]), RuntimeError),
+    "columns by index from overlapping columns": (
+        lambda x: x.__setitem__((slice(None), torch.tensor([1, 2])), x[:, :2]), NotImplementedError
+    ),
+}
+DISJOINT_WRITES = {  # ... where eager's answer is the functional one
+    "a row from another": lambda x: x.__setitem__(0, x[1]),
+    "a row onto itself": lambda x: x.__setitem__(1, x[1]),
+    "a column from another": lambda x: x.__setitem__((slice(None), 0), x[:, -1]),
+    "rows by index from a new tensor": lambda x: x.__setitem__(torch.tensor([0, 2]), x[:2] * 2),
+}
+
+
+@pytest.mark.parametrize("name", list(OVERLAPPING_WRITES))
+def test_a_value_overlapping_what_it_writes_raises(name: str) -> None:
+    write, error = OVERLAPPING_WRITES[name]
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        write(x)
+        return x
+
+    if error is RuntimeError:  # eager's own check (both dense, partly overlapping)
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            f(torch.randn(3, 4))
+    with pytest.raises(error, match="refer to a single memory location|depends on the order"):
+        thunder.jit(f)(torch.randn(3, 4))
+
+
+@pytest.mark.parametrize("name", list(DISJOINT_WRITES))
+def test_a_value_viewing_other_memory_of_the_target_writes_as_eager(name: str) -> None:
+    write = DISJOINT_WRITES[name]
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        write(x)
+        return x
+
+    jitted = thunder.jit(f)
+    for _ in range(2):
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(jitted(x.clone()), f(x.clone()))

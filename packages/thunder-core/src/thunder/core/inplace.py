@@ -39,6 +39,7 @@ __all__ = [
     "note_aliasing",
     "mutate",
     "resize",
+    "check_write_overlap",
     "current",
     "finish",
     "copy_",
@@ -315,6 +316,11 @@ class Mutations:
             return values
         return tree_map(lambda x: self.current(x) if isinstance(x, TensorProxy) else x, values)
 
+    def root_and_chain(self, proxy: TensorProxy) -> tuple[str, tuple[ViewStep, ...]]:
+        """The name of the tensor whose memory ``proxy`` views, and the steps from it."""
+        alias = self.aliases.get(proxy.name)
+        return (proxy.name, ()) if alias is None else (alias.root, alias.chain)
+
     def _alias(self, proxy: TensorProxy) -> _Alias:
         alias = self.aliases.get(proxy.name)
         if alias is None:
@@ -563,6 +569,50 @@ def mutate(proxy: TensorProxy, value: Any) -> TensorProxy:
         value = prims.where(everywhere, value, old)
     mutations.mutate(proxy, value)
     return proxy
+
+
+def check_write_overlap(target: TensorProxy, value: Any) -> None:
+    """``target[...] = value`` where ``value`` is a view of ``target``'s memory: eager's copy_ and
+    index_put_ refuse a partial overlap of the two where both are dense (``assert_no_partial_overlap``),
+    and otherwise write in memory order, reading what they wrote. thunder's functional write equals
+    eager's only where the two are disjoint or the very same view: raises eager's error, or a
+    NotImplementedError naming the construct, elsewhere."""
+    if not isinstance(value, TensorProxy):
+        return
+    mutations = Mutations.of(_tracing())
+    (root_t, chain_t), (root_v, chain_v) = mutations.root_and_chain(target), mutations.root_and_chain(value)
+    if root_t != root_v:
+        return
+    root = mutations.roots[root_t].proxy if root_t in mutations.roots else target
+    refusal = NotImplementedError(
+        "x[key] = v where v is a view of x's memory that overlaps what is written: eager's answer depends on "
+        "the order it writes memory in, which thunder does not reproduce; clone() v first"
+    )
+    steps_t, steps_v = [torch_step(s) for s in chain_t], [torch_step(s) for s in chain_v]
+    if any(s is None for s in (*steps_t, *steps_v)) or any(type(d) is torch.SymInt for d in root.shape):
+        raise refusal
+    meta = torch.empty(tuple(root.shape), device="meta")
+    written, read = replay_views(meta, tuple(steps_t)), replay_views(meta, tuple(steps_v))
+    if written.shape == read.shape and written.stride() == read.stride() and (
+        written.storage_offset() == read.storage_offset()
+    ):
+        return  # the same view: eager copies it onto itself
+    from torch._prims_common import is_non_overlapping_and_dense_or_false as dense
+
+    if dense(written) and dense(read):
+        low, high = written.storage_offset(), written.storage_offset() + written.numel()
+        if low < read.storage_offset() + read.numel() and read.storage_offset() < high:
+            raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                "single memory location. Please clone() the tensor before performing the operation."
+            )
+        return
+    if root.numel() > 1 << 20:
+        raise refusal
+    positions = torch.arange(root.numel()).reshape(tuple(root.shape))
+    written_at = set(replay_views(positions, tuple(steps_t)).flatten().tolist())
+    if not written_at.isdisjoint(replay_views(positions, tuple(steps_v)).flatten().tolist()):
+        raise refusal
 
 
 def resize(proxy: TensorProxy, value: TensorProxy) -> TensorProxy:

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from thunder.core import dtypes, fallback
-from thunder.core.inplace import current, mutate, resize
+from thunder.core.inplace import check_write_overlap, current, mutate, resize
 from thunder.core.proxies import TensorProxy, register_tensor_method, tensor_method
 from thunder.core.pytree import tree_leaves
 from thunder.torch.foreach import foreach_lookaside
@@ -146,7 +146,9 @@ def setitem(a: TensorProxy, key: Any, value: Any) -> None:
     if key is False:  # eager writes nothing and checks nothing
         return
     if _is_basic_key(key):
-        mutate(tensor_method("getitem")(a, key), value_of_write(value))
+        view = tensor_method("getitem")(a, key)
+        check_write_overlap(view, value)
+        mutate(view, value_of_write(value))
         return
     if (
         isinstance(key, TensorProxy)
@@ -161,6 +163,7 @@ def setitem(a: TensorProxy, key: Any, value: Any) -> None:
         view = a
     else:
         view = tensor_method("getitem")(a, parsed.basic)
+    check_write_overlap(view, value)
     mutate(view, put(current(view), parsed, value))
 
 
