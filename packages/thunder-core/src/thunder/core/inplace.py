@@ -607,12 +607,18 @@ def check_write_overlap(target: TensorProxy, value: Any) -> None:
                 "single memory location. Please clone() the tensor before performing the operation."
             )
         return
-    if root.numel() > 1 << 20:
+    if written.numel() + read.numel() > 1 << 24:
         raise refusal
-    positions = torch.arange(root.numel()).reshape(tuple(root.shape))
-    written_at = set(replay_views(positions, tuple(steps_t)).flatten().tolist())
-    if not written_at.isdisjoint(replay_views(positions, tuple(steps_v)).flatten().tolist()):
+    if torch.isin(_memory_positions(written), _memory_positions(read)).any():
         raise refusal
+
+
+def _memory_positions(view: torch.Tensor) -> torch.Tensor:
+    """The memory offsets of a (meta) view's elements, as a flat tensor."""
+    positions = torch.tensor([view.storage_offset()])
+    for size, stride in zip(view.shape, view.stride()):
+        positions = (positions[:, None] + torch.arange(size) * stride).flatten()
+    return positions
 
 
 def resize(proxy: TensorProxy, value: TensorProxy) -> TensorProxy:
