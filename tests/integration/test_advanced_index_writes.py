@@ -309,11 +309,21 @@ OVERLAPPING_WRITES = {  # x[key] = v where v is a view of x: eager's error, or (
         lambda x: x.__setitem__((slice(None), torch.tensor([1, 2])), x[:, :2]), NotImplementedError
     ),
 }
+OVERLAPPING_UPDATES = {  # x.op_(v) where v is a view of x: the same rule (eager's TensorIterator)
+    "a row added to every row": (lambda x: x.add_(x[0]), RuntimeError),
+    "lerp towards a row": (lambda x: x.lerp_(x[1], 0.5), RuntimeError),
+    "a transpose added": (lambda x: x[:, :3].add_(x[:, :3].t()), NotImplementedError),
+    "shifted columns multiplied": (lambda x: x[:, 1:].mul_(x[:, :-1]), NotImplementedError),
+}
+OVERLAPPING_WRITES.update(OVERLAPPING_UPDATES)
 DISJOINT_WRITES = {  # ... where eager's answer is the functional one
     "a row from another": lambda x: x.__setitem__(0, x[1]),
     "a row onto itself": lambda x: x.__setitem__(1, x[1]),
     "a column from another": lambda x: x.__setitem__((slice(None), 0), x[:, -1]),
     "rows by index from a new tensor": lambda x: x.__setitem__(torch.tensor([0, 2]), x[:2] * 2),
+    "a tensor added to itself": lambda x: x.add_(x),
+    "a row added to the other rows": lambda x: x[1:].add_(x[0]),
+    "x[0] += x[1]": lambda x: x[0].__iadd__(x[1]),
 }
 
 

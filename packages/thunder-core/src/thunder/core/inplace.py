@@ -571,7 +571,7 @@ def mutate(proxy: TensorProxy, value: Any) -> TensorProxy:
     return proxy
 
 
-def check_write_overlap(target: TensorProxy, value: Any) -> None:
+def check_write_overlap(target: TensorProxy, value: Any, construct: str = "x[key] = v") -> None:
     """``target[...] = value`` where ``value`` is a view of ``target``'s memory: eager's copy_ and
     index_put_ refuse a partial overlap of the two where both are dense (``assert_no_partial_overlap``),
     and otherwise write in memory order, reading what they wrote. thunder's functional write equals
@@ -585,14 +585,16 @@ def check_write_overlap(target: TensorProxy, value: Any) -> None:
         return
     root = mutations.roots[root_t].proxy if root_t in mutations.roots else target
     refusal = NotImplementedError(
-        "x[key] = v where v is a view of x's memory that overlaps what is written: eager's answer depends on "
-        "the order it writes memory in, which thunder does not reproduce; clone() v first"
+        f"{construct} where v is a view of x's memory that overlaps what is written: eager's answer depends "
+        "on the order it writes memory in, which thunder does not reproduce; clone() v first"
     )
     steps_t, steps_v = [torch_step(s) for s in chain_t], [torch_step(s) for s in chain_v]
     if any(s is None for s in (*steps_t, *steps_v)) or any(type(d) is torch.SymInt for d in root.shape):
         raise refusal
     meta = torch.empty(tuple(root.shape), device="meta")
     written, read = replay_views(meta, tuple(steps_t)), replay_views(meta, tuple(steps_v))
+    if written.numel() == 0 or read.numel() == 0:
+        return
     if written.shape == read.shape and written.stride() == read.stride() and (
         written.storage_offset() == read.storage_offset()
     ):

@@ -113,6 +113,9 @@ def _in_place_method(name: str) -> Callable:
                 f"Tensor.{name} changes the tensor's shape or autograd state in place, which thunder's "
                 f"functional traces cannot express; use the out-of-place {name.rstrip('_')}() instead"
             )
+        for operand in tree_leaves((args, kwargs)):  # eager refuses (or reads half-written) an overlap
+            if isinstance(operand, TensorProxy) and isinstance(a, TensorProxy):
+                check_write_overlap(a, operand, f"x.{name}(v)")
         value = special(a, *args, **kwargs) if special is not None else _method(name[:-1])(a, *args, **kwargs)
         return mutate(a, value)
 
