@@ -176,3 +176,12 @@ def test_out_that_is_also_an_operand_of_another_shape_raises_as_in_eager() -> No
     # broadcast shape [1, 1]").
     body = "v1 = a.clone(); torch.add(v1, b, out=v1)\nreturn (v1, a, b,)"
     check_program(_program(body, [(1,), (1, 1)], grads=False), seed=0)
+
+
+def test_an_update_by_a_view_overlapping_it_raises_as_in_eager() -> None:
+    # Found by the long run: ``v2 = a[..., ::2]; a.sub_(v2)`` of a (1, 1, 1) input returned the
+    # difference, where eager refuses the partial overlap of two dense views of one memory (their
+    # strides differ) with "some elements of the input tensor and the written-to tensor refer to a
+    # single memory location" (inplace.check_write_overlap).
+    body = "v2 = a[..., ::2]\na.sub_(v2)\nreturn (v2, a, b,)"
+    check_program(_program(body, [(1, 1, 1), (1,)], grads=False, dtype=torch.float64), seed=0)
