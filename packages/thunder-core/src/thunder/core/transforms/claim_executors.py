@@ -222,8 +222,8 @@ def _fuse_regions(
     recompute_between_regions(claimed, region_of, regions, producer_of)
     _peel_leading_views(claimed, region_of, regions, operators, producer_of)
     _peel_escaping_views(claimed, region_of, regions, operators, producer_of)
-    move_parts_between_regions(claimed, region_of, regions, producer_of, chain)
-    return _emit(claimed, region_of, regions, producer_of, chain)
+    nodes = move_parts_between_regions(claimed, region_of, regions, producer_of, chain)
+    return _emit(claimed, region_of, regions, producer_of, chain, nodes)
 
 
 # Shape ops that PyTorch runs as views (no copy) of a contiguous input.
@@ -426,9 +426,11 @@ def _emit(
     regions: list[tuple[FusionExecutor, list[int]]],
     producer_of: dict[str, int],
     chain: dict[int, int],
+    nodes: tuple[dict[Node, list[int]], dict[Node, set[Node]]] | None = None,
 ) -> list[BoundSymbol]:
-    """The program with each region as one node, in a topological order close to the original."""
-    members, dependencies = node_dependencies(claimed, region_of, producer_of, chain)
+    """The program with each region as one node, in a topological order close to the original;
+    ``nodes``: ``node_dependencies``' result for this state, if it is at hand."""
+    members, dependencies = nodes or node_dependencies(claimed, region_of, producer_of, chain)
     # per value, how many nodes read it: a region outputs what another node reads
     readers: dict[str, int] = {}
     for indices in members.values():

@@ -43,10 +43,14 @@ def move_parts_between_regions(
     regions: Regions,
     producer_of: dict[str, int],
     chain: dict[int, int],
-) -> None:
-    """Move parts of regions into linked regions where that saves launches (in place)."""
+) -> tuple[dict[Node, list[int]], dict[Node, set[Node]]] | None:
+    """Move parts of regions into linked regions where that saves launches (in place).
+
+    Returns the program's nodes and their dependencies (``node_dependencies``) as they stand after
+    the moves, when the pass had to build them (the emission of the regions needs them too), else None.
+    """
     if len(regions) < 2:
-        return
+        return None
     readers: dict[str, set[int]] = {}
     for index, (bound_symbol, _) in enumerate(claimed):
         for proxy in bound_symbol.proxy_args():
@@ -72,6 +76,8 @@ def move_parts_between_regions(
                         break
                 if moved:
                     break
+    graph = moves._graph
+    return (graph.members, graph.dependencies) if graph is not None else None
 
 
 class _Moves:
@@ -233,7 +239,8 @@ class _Graph:
         from thunder.core.transforms.claim_executors import node_dependencies
 
         self.claimed, self.region_of, self.producer_of = claimed, region_of, producer_of
-        self.members, dependencies = node_dependencies(claimed, region_of, producer_of, chain)
+        self.members, self.dependencies = node_dependencies(claimed, region_of, producer_of, chain)
+        dependencies = self.dependencies
         self.side_effects = [i for i, (b, _) in enumerate(claimed) if "side_effect" in b.symbol.tags]
         dependents: dict[Node, list[Node]] = {}
         remaining = {node: len(deps) for node, deps in dependencies.items()}
