@@ -186,3 +186,22 @@ def test_a_stage_of_an_op_on_scalars_runs_on_torch_without_nvfuser() -> None:
     assert all(
         not isinstance(stage, ScalarStage) for stage in _runners(reductions, torch.randn(4, 8))[0].stages
     )
+
+
+def two_counters_and_updates(
+    s1: torch.Tensor, s2: torch.Tensor, p: torch.Tensor, g: torch.Tensor
+) -> tuple[torch.Tensor, ...]:
+    """A layer norm's weight and bias updated in one region: two step counters, each a part."""
+    n1, n2 = s1 + 1, s2 + 1
+    return n1, n2, p - 0.1 * g / (1 - 0.9**n1), p * 0.5 - g / (1 - 0.9**n2)
+
+
+def test_the_step_counters_of_one_region_are_one_scalar_stage() -> None:
+    """Two 0-dim counters (disconnected parts, an op each) run as one ScalarStage: one call, not two."""
+    s1, s2, p, g = torch.tensor(3.0), torch.tensor(5.0), torch.randn(8), torch.randn(8)
+    (runner,) = _runners(two_counters_and_updates, s1, s2, p, g)
+    scalar = [stage for stage in runner.stages if isinstance(stage, ScalarStage)]
+    assert len(scalar) == 1 and [b.symbol.name for b in scalar[0].region] == ["add", "add"]
+    assert runner.stages.index(scalar[0]) == 0
+    assert len(scalar[0].inputs) == 2  # the two counters, in either order: their sums as eager's
+    assert sorted(r.item() for r in scalar[0]([s1, s2])) == [4.0, 6.0]

@@ -153,13 +153,6 @@ def _is_scalar_stage(
     return len(region) <= SCALAR_STAGE_MAX_OPS and all(len(p.shape) == 0 for p in (*inputs, *outputs))
 
 
-def _stage(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> Any:
-    """A FusionStage, or a ScalarStage for an op or two on 0-dim tensors alone."""
-    if _is_scalar_stage(region, inputs, outputs):
-        return ScalarStage(region, inputs, outputs)
-    return FusionStage(region, inputs, outputs)
-
-
 class FusionRunner:
     """The callable of an ``nvFusion`` bound symbol: its stages run in order, one kernel set each.
 
@@ -210,7 +203,27 @@ def _side_outputs(region: list[BoundSymbol], outputs: list[TensorProxy]) -> set[
 
 
 def _stages(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> list[Any]:
-    return [_stage(*group) for group in _stage_groups(region, inputs, outputs)]
+    return [
+        ScalarStage(*group) if scalar else FusionStage(*group)
+        for group, scalar in _scalar_groups_merged(_stage_groups(region, inputs, outputs))
+    ]
+
+
+def _scalar_groups_merged(groups: list[Group]) -> list[tuple[Group, bool]]:
+    """Each group and whether it runs as a ScalarStage; neighbouring scalar groups (the step counters
+    of the parameters a region updates, each a part of its own) as one: a call, and a kernel per op,
+    either way."""
+    merged: list[tuple[Group, bool]] = []
+    for group in groups:
+        scalar = _is_scalar_stage(*group)
+        if scalar and merged and merged[-1][1]:
+            (symbols, inputs, outputs), _ = merged[-1]
+            known = {p.name for p in inputs} | {p.name for b in symbols for p in b.proxy_outputs()}
+            extra_inputs = [p for p in group[1] if p.name not in known]
+            merged[-1] = ((symbols + group[0], inputs + extra_inputs, outputs + group[2]), True)
+        else:
+            merged.append((group, scalar))
+    return merged
 
 
 Group = tuple[list[BoundSymbol], list[TensorProxy], list[TensorProxy]]  # a stage's symbols, inputs, outputs
@@ -437,7 +450,8 @@ class NvFuserExecutor(FusionExecutor):
         region_outputs = [p for p in produced if p.name in outputs]
         if not region_outputs:
             return []
-        return [symbols for symbols, _, _ in _stage_groups(region, _inputs_of(region), region_outputs)]
+        groups = _scalar_groups_merged(_stage_groups(region, _inputs_of(region), region_outputs))
+        return [symbols for (symbols, _, _), _ in groups]
 
     def fuse(
         self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None
