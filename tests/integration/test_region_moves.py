@@ -103,7 +103,9 @@ def test_llama_backward_regions_launch_once(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.mark.parametrize("workload", ["llama", "gpt"])
-def test_whole_training_step_with_moved_parts_matches_eager(workload: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_whole_training_step_with_moved_parts_matches_eager(
+    workload: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """benchmarks/run.py's thunder-step (zero_grad, loss, backward, AdamW in one program) with nvFuser's
     regions: the moves meet copy-backs of parameters and optimizer state (side effects that follow
     every node begun before them); loss, parameters and state as eager's over three steps."""
@@ -128,12 +130,16 @@ def test_whole_training_step_with_moved_parts_matches_eager(workload: str, monke
         warnings.simplefilter("ignore", ExecutorFallbackWarning)
         for _ in range(3):
             torch.testing.assert_close(jitted(*inputs), eager(*inputs).detach())
-    regions = [b for b in thunder.last_traces(jitted)[-1].bound_symbols if b.symbol.name.startswith("nvFusion")]
+    regions = [
+        b for b in thunder.last_traces(jitted)[-1].bound_symbols if b.symbol.name.startswith("nvFusion")
+    ]
     assert regions
     for (name, p), q in zip(model.named_parameters(), reference.parameters()):
         # the key bias's gradient is rounding noise that Adam scales to up to lr a step (see
         # test_backward_inside_jit's whole-step test): compared within that
-        torch.testing.assert_close(p, q, atol=3e-3 if name.endswith("c_attn.bias") else 1e-5, rtol=1e-4, msg=name)
+        torch.testing.assert_close(
+            p, q, atol=3e-3 if name.endswith("c_attn.bias") else 1e-5, rtol=1e-4, msg=name
+        )
         for key, expected in reference_optimizer.state[q].items():
             tolerance = dict(atol=1e-5, rtol=1e-4) if key != "exp_avg_sq" else dict(atol=1e-9, rtol=1e-3)
             torch.testing.assert_close(optimizer.state[p][key], expected, **tolerance, msg=f"{name} {key}")

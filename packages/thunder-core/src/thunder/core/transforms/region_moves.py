@@ -153,7 +153,10 @@ class _Moves:
         if region not in self._sizes:
             symbols = (self.claimed[i][0] for i in self.regions[region][1])
             self._sizes[region] = {
-                p.numel() for b in symbols for p in (*b.proxy_args(), *b.proxy_outputs()) if isinstance(p, TensorProxy)
+                p.numel()
+                for b in symbols
+                for p in (*b.proxy_args(), *b.proxy_outputs())
+                if isinstance(p, TensorProxy)
             }
         return self._sizes[region]
 
@@ -234,7 +237,11 @@ class _Graph:
     downstream of each node (bit sets): whether a move closes a cycle, asked in bit operations."""
 
     def __init__(
-        self, claimed: Claimed, region_of: list[int | None], producer_of: dict[str, int], chain: dict[int, int]
+        self,
+        claimed: Claimed,
+        region_of: list[int | None],
+        producer_of: dict[str, int],
+        chain: dict[int, int],
     ):
         from thunder.core.transforms.claim_executors import node_dependencies
 

@@ -229,7 +229,9 @@ def _scalar_groups_merged(groups: list[Group]) -> list[tuple[Group, bool]]:
 Group = tuple[list[BoundSymbol], list[TensorProxy], list[TensorProxy]]  # a stage's symbols, inputs, outputs
 
 
-def _stage_groups(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> list[Group]:
+def _stage_groups(
+    region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]
+) -> list[Group]:
     """What each stage of the region computes, from what, for whom (cheap: no stage is built)."""
     side = _side_outputs(region, outputs)
     first = _upstream(region, side)
@@ -245,7 +247,9 @@ def _stage_groups(region: list[BoundSymbol], inputs: list[TensorProxy], outputs:
     ]
 
 
-def _connected_groups(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> list[Group]:
+def _connected_groups(
+    region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]
+) -> list[Group]:
     """One stage per connected part of ``region`` (symbols linked by the tensors they share).
 
     A region may hold independent work (horizontal fusion). nvFuser schedules no disconnected
