@@ -49,6 +49,7 @@ from thunder.core.transforms.copy_backs import place_copy_backs
 from thunder.core.transforms.cse import cse
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.early_updates import place_updates_early
+from thunder.core.transforms.fold_gated_linears import fold_gated_linears
 from thunder.core.transforms.fold_rms_norms import fold_rms_norms
 from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
 from thunder.core.transforms.group_linears import group_linears
@@ -186,6 +187,9 @@ def compile_computation(
             _transform_if_changed(
                 traces, stats, "rms norms folded", functools.partial(fold_rms_norms, executors=executors)
             )
+        _transform_if_changed(
+            traces, stats, "gated linears folded", functools.partial(fold_gated_linears, executors=executors)
+        )
     step("executors", functools.partial(claim_executors, executors=compile_data.executors))
     step("dce after executors", dce)
     step("lifetimes", insert_deletes)

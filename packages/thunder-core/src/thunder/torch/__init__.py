@@ -54,6 +54,7 @@ from thunder.torch.attention import attention, attention_backward, attention_wit
 from thunder.torch.fused_losses import linear_cross_entropy_loss, linear_cross_entropy_with_grads
 from thunder.torch.grouped_linear import linears
 from thunder.torch.norm_linears import rms_norm_linears
+from thunder.torch.gated_linears import gated_linears
 from thunder.torch.dropout import alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from thunder.torch.nn import dropout  # noqa: E402,F811 -- importing the submodule thunder.torch.dropout rebinds the name
 from thunder.torch.activations import (

@@ -31,7 +31,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.transforms.group_linears import MAX_GROUP
 from thunder.torch.norm_linears import RMS_NORM_STYLES
 
-__all__ = ["executor", "GemvExecutor", "linear", "linears", "rms_norm_linears", "decode_attention", "decode_sdpa"]
+__all__ = ["executor", "GemvExecutor", "linear", "linears", "rms_norm_linears", "decode_attention", "decode_sdpa", "gated_linears"]
 
 _DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 
@@ -264,6 +264,38 @@ def _decode_sdpa_fits(
     return dropout_p == 0.0 and _decode_attention_fits(query, key, value, attn_mask, is_causal, scale, enable_gqa)
 
 
+def gated_linears(
+    x: torch.Tensor,
+    gate_weight: torch.Tensor,
+    up_weight: torch.Tensor,
+    gate_bias: torch.Tensor | None = None,
+    up_bias: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``ltorch.gated_linears`` (``silu(linear(x, gate)) * linear(x, up)``) as one launch; eager's ops
+    where a weight or bias is not contiguous."""
+    tensors = (gate_weight, up_weight, gate_bias, up_bias)
+    if all(t is None or t.is_contiguous() for t in tensors):
+        from thunder.executors.triton.gemv import gated_gemv
+
+        return gated_gemv(x, gate_weight, up_weight, gate_bias, up_bias)
+    return F.silu(F.linear(x, gate_weight, gate_bias)) * F.linear(x, up_weight, up_bias)
+
+
+def _gated_linears_fit(
+    x: object, gate_weight: object, up_weight: object, gate_bias: object = None, up_bias: object = None
+) -> bool:
+    """Two weights of one shape, and both biases or none."""
+    if (gate_bias is None) != (up_bias is None) or not _fits(x, (gate_weight, up_weight), (gate_bias, up_bias)):
+        return False
+    assert isinstance(gate_weight, TensorProxy) and isinstance(up_weight, TensorProxy)
+    return gate_weight.shape == up_weight.shape
+
+
+executor.register_implementation(
+    ltorch.gated_linears,
+    executor.register_operator("gemv_gated_linears", fn=gated_linears, like=ltorch.gated_linears),
+    checker=_gated_linears_fit,
+)
 executor.register_implementation(
     ltorch.attention,
     executor.register_operator("decode_attention", fn=decode_attention, like=ltorch.attention),

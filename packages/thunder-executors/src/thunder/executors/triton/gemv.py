@@ -32,7 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["gemv", "gemv_config", "rms_norm_gemv", "NORM_STYLES"]
+__all__ = ["gemv", "gated_gemv", "gemv_config", "rms_norm_gemv", "NORM_STYLES"]
 
 MAX_GROUP = 3
 
@@ -310,3 +310,93 @@ def _launch(
     if x.is_cuda and getattr(kernel, "packed_metadata", None) is not None:  # not Triton's interpreter
         _compiled[key] = kernel
     return outputs
+
+
+@triton.jit(do_not_specialize=["n"])
+def _gated_gemv_kernel(
+    x_ptr,
+    wg_ptr,
+    wu_ptr,
+    y_ptr,
+    bg_ptr,
+    bu_ptr,
+    n,
+    K: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    EVEN_K: tl.constexpr,
+):
+    """``silu(x @ wg.T + bg) * (x @ wu.T + bu)`` for one row ``x``: each program owns ``BLOCK_N`` rows of
+    both weights, so the product of a gate row and its up row leaves the kernel as one value, rounded
+    where eager rounds: each linear's result, the silu, the product."""
+    pid = tl.program_id(0)
+    columns = tl.arange(0, BLOCK_K)
+    rows = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    row_ok = rows < n
+    rows = tl.where(row_ok, rows, 0)
+    offsets = rows.to(tl.int64)[:, None] * K
+    acc_g = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    acc_u = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        ks = k + columns
+        if EVEN_K:
+            x = tl.load(x_ptr + ks).to(tl.float32)
+            wg = tl.load(wg_ptr + offsets + ks[None, :], eviction_policy="evict_first")
+            wu = tl.load(wu_ptr + offsets + ks[None, :], eviction_policy="evict_first")
+        else:
+            k_ok = ks < K
+            x = tl.load(x_ptr + ks, mask=k_ok, other=0.0).to(tl.float32)
+            wg = tl.load(wg_ptr + offsets + ks[None, :], mask=k_ok[None, :], other=0.0, eviction_policy="evict_first")
+            wu = tl.load(wu_ptr + offsets + ks[None, :], mask=k_ok[None, :], other=0.0, eviction_policy="evict_first")
+        acc_g += wg.to(tl.float32) * x[None, :]
+        acc_u += wu.to(tl.float32) * x[None, :]
+    g = tl.sum(acc_g, axis=1)
+    u = tl.sum(acc_u, axis=1)
+    if HAS_BIAS:
+        g += tl.load(bg_ptr + rows).to(tl.float32)
+        u += tl.load(bu_ptr + rows).to(tl.float32)
+    dtype = y_ptr.dtype.element_ty
+    g = g.to(dtype).to(tl.float32)
+    u = u.to(dtype).to(tl.float32)
+    activated = (g / (1.0 + tl.exp(-g))).to(dtype).to(tl.float32)
+    tl.store(y_ptr + rows, (activated * u).to(dtype), mask=row_ok)
+
+
+def gated_gemv(
+    x: torch.Tensor,
+    gate_weight: torch.Tensor,
+    up_weight: torch.Tensor,
+    gate_bias: torch.Tensor | None = None,
+    up_bias: torch.Tensor | None = None,
+    config: tuple[int, int, int] | None = None,
+) -> torch.Tensor:
+    """``F.silu(F.linear(x, gate_weight, gate_bias)) * F.linear(x, up_weight, up_bias)`` for ``x`` of one
+    row and contiguous weights of shape ``(N, K)`` of its dtype and device (a Llama MLP's gate and up
+    projections in a decode step), in one launch: the gate and up rows and the separate kernel of
+    the product never reach memory."""
+    k = x.shape[-1]
+    n = gate_weight.shape[0]
+    if gate_weight.shape != (n, k) or up_weight.shape != (n, k) or (gate_bias is None) != (up_bias is None):
+        raise ValueError("gated_gemv takes two weights of shape (N, K) and both biases or none")
+    out = torch.empty((*x.shape[:-1], n), device=x.device, dtype=x.dtype)
+    block_n, block_k, warps = config or gemv_config(k, n)
+    has_bias = gate_bias is not None
+    pointers = [x.reshape(k).contiguous(), gate_weight, up_weight, out,
+                gate_bias if has_bias else x, up_bias if has_bias else x]  # fmt: skip
+    constants = (k, has_bias, block_n, block_k, k % block_k == 0)
+    grid = -(-n // block_n)
+    key = ("gated", *_launch_key(pointers, constants, warps))
+    kernel = _compiled.get(key)
+    if kernel is not None:
+        stream = torch._C._cuda_getCurrentRawStream(x.device.index)
+        kernel.run(grid, 1, 1, stream, kernel.function, kernel.packed_metadata, None, None, None,
+                   *pointers, n, *constants)  # fmt: skip
+        return out
+    kernel = _gated_gemv_kernel[(grid,)](
+        *pointers, n, K=k, HAS_BIAS=has_bias, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=k % block_k == 0,
+        num_warps=warps,
+    )  # fmt: skip
+    if x.is_cuda and getattr(kernel, "packed_metadata", None) is not None:  # not Triton's interpreter
+        _compiled[key] = kernel
+    return out
