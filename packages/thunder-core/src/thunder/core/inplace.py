@@ -599,6 +599,12 @@ def check_write_overlap(target: TensorProxy, value: Any, construct: str = "x[key
         written.storage_offset() == read.storage_offset()
     ):
         return  # the same view: eager copies it onto itself
+    from thunder.core import layouts  # layouts reads this module's view chains
+
+    if not layouts.is_contiguous(root):  # (guarded) eager's check then depends on the very strides
+        if torch.isin(_memory_positions(written), _memory_positions(read)).any():
+            raise refusal
+        return
     from torch._prims_common import is_non_overlapping_and_dense_or_false as dense
 
     if dense(written) and dense(read):
