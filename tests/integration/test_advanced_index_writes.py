@@ -40,7 +40,9 @@ def _entries() -> list:
 
 def _keys() -> list:
     entries = _entries()
-    advanced = [e for e in entries if e[0] in ("idx", "neg", "idx2d", "dup", "t0", "mask", "tbool", "list", "True")]
+    advanced = [
+        e for e in entries if e[0] in ("idx", "neg", "idx2d", "dup", "t0", "mask", "tbool", "list", "True")
+    ]
     keys = [(e,) for e in entries if e[0] not in (":", "...", "None", "0", "-1", "1:3")]
     keys += [pair for pair in itertools.product(entries, repeat=2) if any(e in advanced for e in pair)]
     triples = [
@@ -128,13 +130,17 @@ def test_writes_match_eager_for_mixed_keys() -> None:
                 expected, actual = x.clone(), x.clone()
                 error_e = _outcome(_write, expected, key, value)
                 if _refused(entries):  # refused, unless eager's error comes first
-                    raised = (NotImplementedError, type(error_e)) if error_e is not None else NotImplementedError
+                    raised = (
+                        (NotImplementedError, type(error_e)) if error_e is not None else NotImplementedError
+                    )
                     with pytest.raises(raised, match=_REFUSAL):
                         write(actual, key, value)
                     continue
                 error_t = _outcome(write, actual, key, value)
                 if not _same(error_e, error_t) or not _same(expected, actual):
-                    mismatches.append((_name(entries), call, getattr(value, "shape", value), error_e, error_t))
+                    mismatches.append(
+                        (_name(entries), call, getattr(value, "shape", value), error_e, error_t)
+                    )
     assert mismatches == []
 
 
@@ -304,9 +310,13 @@ def test_one_row_per_true_checks_the_count_of_trues_when_run(key: str) -> None:
 
 OVERLAPPING_WRITES = {  # x[key] = v where v is a view of x: eager's error, or (order-dependent) refused
     "rows into the next rows": (lambda x: x.__setitem__(slice(1, None), x[:-1]), RuntimeError),
-    "rows by index from overlapping rows": (lambda x: x.__setitem__(torch.tensor([1, 2]), x[:2]), RuntimeError),
+    "rows by index from overlapping rows": (
+        lambda x: x.__setitem__(torch.tensor([1, 2]), x[:2]),
+        RuntimeError,
+    ),
     "columns by index from overlapping columns": (
-        lambda x: x.__setitem__((slice(None), torch.tensor([1, 2])), x[:, :2]), NotImplementedError
+        lambda x: x.__setitem__((slice(None), torch.tensor([1, 2])), x[:, :2]),
+        NotImplementedError,
     ),
 }
 OVERLAPPING_UPDATES = {  # x.op_(v) where v is a view of x: the same rule (eager's TensorIterator)

@@ -55,7 +55,9 @@ def _resize_warnings(fn, *args) -> tuple:  # noqa: ANN001
     return result, [m for m in messages if "was resized" in m]
 
 
-@pytest.mark.parametrize("fn", [_into_empty, _into_filled, _into_another_dtype, _two_outputs], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn", [_into_empty, _into_filled, _into_another_dtype, _two_outputs], ids=lambda f: f.__name__
+)
 def test_resizing_out_matches_eager(fn) -> None:  # noqa: ANN001
     jitted = thunder.jit(fn)
     generator = torch.Generator().manual_seed(0)
@@ -74,9 +76,13 @@ def test_an_out_that_is_also_an_operand_is_not_resized_as_in_eager() -> None:
         return torch.add(t, y, out=t)
 
     x, y = torch.randn(1), torch.randn(2, 2)
-    with pytest.raises(RuntimeError, match=r"output with shape \[1\] doesn't match the broadcast shape \[2, 2\]"):
+    with pytest.raises(
+        RuntimeError, match=r"output with shape \[1\] doesn't match the broadcast shape \[2, 2\]"
+    ):
         f(x, y)
-    with pytest.raises(RuntimeError, match=r"output with shape \[1\] doesn't match the broadcast shape \[2, 2\]"):
+    with pytest.raises(
+        RuntimeError, match=r"output with shape \[1\] doesn't match the broadcast shape \[2, 2\]"
+    ):
         thunder.jit(f)(x, y)
 
 
@@ -90,7 +96,9 @@ def test_resizing_an_input_or_a_view_is_refused() -> None:
         torch.add(x, x, out=t)
         return view
 
-    with pytest.raises(NotImplementedError, match=r"out= of shape \[0\] .* an input of the compiled function"):
+    with pytest.raises(
+        NotImplementedError, match=r"out= of shape \[0\] .* an input of the compiled function"
+    ):
         thunder.jit(into_input)(torch.randn(2), torch.empty(0))
     with pytest.raises(NotImplementedError, match=r"out= of shape \[0\] .* a tensor with views"):
         thunder.jit(into_viewed)(torch.randn(2))

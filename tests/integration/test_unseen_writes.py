@@ -136,7 +136,9 @@ def _saved_view_overwritten(x: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize(
-    "fn", [_saved_output_overwritten, _saved_input_overwritten, _saved_view_overwritten], ids=lambda fn: fn.__name__
+    "fn",
+    [_saved_output_overwritten, _saved_input_overwritten, _saved_view_overwritten],
+    ids=lambda fn: fn.__name__,
 )
 def test_a_backward_reading_an_overwritten_tensor_raises_as_eager(fn) -> None:  # noqa: ANN001
     """Eager's backward raises where an op had saved the tensor written: so does thunder's, when it

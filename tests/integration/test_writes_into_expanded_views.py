@@ -15,7 +15,9 @@ WRITES = {
     "expand-of-a-row-select": lambda x, v: x[0].expand(4, 3)[1].mul_(v[0]),
     "expand-transpose-select": lambda x, v: x[:, None].expand(2, 4, 3).transpose(0, 1)[2].copy_(v),
     "expand-slice-of-size-1": lambda x, v: x.unsqueeze(1).expand(2, 2, 3)[:, 1:].sub_(v[:, None]),
-    "setitem-through-expand": lambda x, v: x.unsqueeze(0).expand(5, 2, 3)[3].__setitem__((slice(None), 0), v[:, 0]),
+    "setitem-through-expand": lambda x, v: (
+        x.unsqueeze(0).expand(5, 2, 3)[3].__setitem__((slice(None), 0), v[:, 0])
+    ),
 }
 OVERLAPS = {
     "expand-then-slice-of-two": lambda x, v: x[0].expand(2, 3)[:, :2].add_(1),

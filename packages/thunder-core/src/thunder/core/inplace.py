@@ -443,7 +443,9 @@ class Mutations:
 def _makes_copies(chain: tuple[ViewStep, ...], bases: list[TensorProxy]) -> bool:
     """Whether a step of the chain broadcasts its base to more elements (``expand``)."""
     return any(
-        not step.opaque and step.symbol.id == prims.broadcast_in_dim.id and math.prod(step.args[0]) != base.numel()
+        not step.opaque
+        and step.symbol.id == prims.broadcast_in_dim.id
+        and math.prod(step.args[0]) != base.numel()
         for step, base in zip(chain, bases)
     )
 
@@ -463,7 +465,9 @@ def _write_through_copies(root: TensorProxy, chain: tuple[ViewStep, ...], value:
     if any(stride == 0 and size > 1 for stride, size in zip(meta.stride(), meta.shape)):
         raise RuntimeError(_OVERLAP_ERROR)
     count = root.numel()
-    positions = prims.reshape(prims.iota(count, start=0, step=1, device=root.device, dtype=dtypes.int64), root.shape)
+    positions = prims.reshape(
+        prims.iota(count, start=0, step=1, device=root.device, dtype=dtypes.int64), root.shape
+    )
     for step in chain:
         positions = step.apply(positions)
     written = prims.index_put(
@@ -595,8 +599,10 @@ def check_write_overlap(target: TensorProxy, value: Any, construct: str = "x[key
     written, read = replay_views(meta, tuple(steps_t)), replay_views(meta, tuple(steps_v))
     if written.numel() == 0 or read.numel() == 0:
         return
-    if written.shape == read.shape and written.stride() == read.stride() and (
-        written.storage_offset() == read.storage_offset()
+    if (
+        written.shape == read.shape
+        and written.stride() == read.stride()
+        and (written.storage_offset() == read.storage_offset())
     ):
         return  # the same view: eager copies it onto itself
     from thunder.core import layouts  # layouts reads this module's view chains

@@ -157,7 +157,9 @@ def _check_index_shapes(indices: Sequence[TensorProxy | None]) -> None:
         broadcast_shapes(*shapes)
     except RuntimeError:
         listed = ", ".join(str(list(shape)) for shape in shapes)
-        raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes {listed}")
+        raise IndexError(
+            f"shape mismatch: indexing tensors could not be broadcast together with shapes {listed}"
+        ) from None
 
 
 def _trimmed(entries: list) -> tuple:

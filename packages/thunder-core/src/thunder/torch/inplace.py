@@ -215,7 +215,9 @@ def _write_result(destination: Any, result: Any, operands: Any = ()) -> Any:
                     f"output with shape {list(target.shape)} doesn't match the broadcast shape {list(value.shape)}"
                 )
             if target.numel() != 0:
-                warnings.warn(_RESIZE_WARNING.format(list(target.shape), list(value.shape)), UserWarning, stacklevel=2)
+                warnings.warn(
+                    _RESIZE_WARNING.format(list(target.shape), list(value.shape)), UserWarning, stacklevel=2
+                )
             resize(target, value)
         else:
             mutate(target, value)
