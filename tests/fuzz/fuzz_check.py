@@ -42,7 +42,10 @@ PROFILE = os.environ.get("THUNDER_FUZZ_PROFILE", "ci")
 FUZZ_SETTINGS = settings.get_profile(f"thunder-fuzz-{PROFILE}")
 
 # how many programs and calls ran in this process (the long run reports them)
-counts = {"programs": 0, "calls": 0, "skipped calls": 0}
+counts = {"programs": 0, "calls": 0, "skipped calls": 0, "refused calls": 0}
+# thunder's refusal of a write whose value overlaps the memory written, where eager reads what it
+# wrote (core/inplace.py, check_write_overlap): eager's answer then depends on its loop order
+_ORDER_DEPENDENT = "depends on the order it writes memory in"
 
 
 def _tolerance(dtype: torch.dtype) -> dict[str, float]:
@@ -110,7 +113,13 @@ def _call_and_compare(
         raise AssertionError(
             f"{label}: eager raised {type(error).__name__}: {error}; thunder returned\n{program.source}"
         ) from error
-    actual = jitted(*jit_inputs, k=k) if kw else jitted(*jit_inputs, k)
+    try:
+        actual = jitted(*jit_inputs, k=k) if kw else jitted(*jit_inputs, k)
+    except NotImplementedError as error:
+        if _ORDER_DEPENDENT not in str(error):
+            raise
+        counts["refused calls"] += 1  # eager's answer depends on its order of writes (a documented refusal)
+        return
     counts["calls"] += 1
     dtype = inputs[0].dtype
     _compare(actual, expected, dtype, f"{label}: outputs", program.source)
