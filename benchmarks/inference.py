@@ -315,10 +315,15 @@ def host_overhead(args: argparse.Namespace, model_name: str = "tiny22", repeats:
         ("thunder step (cache hit, no graphs)", steps_us["thunder"]),
         ("thunder's call without the computation", parts["around"]),
         (f"  of which the prologue ({prologue_lines} lines, {len(fetched)} inputs)", parts["prologue"]),
-        ("with cuda_graphs=True, also per call: the graph key", parts["prologue and key"] - parts["prologue"]),
+        (
+            "with cuda_graphs=True, also per call: the graph key",
+            parts["prologue and key"] - parts["prologue"],
+        ),
         ("  and the output rebuilt after the replay", parts["rebuild"]),
-        ("host work of a graphed step, less the replay",
-         parts["around"] + parts["prologue and key"] - parts["prologue"] + parts["rebuild"]),
+        (
+            "host work of a graphed step, less the replay",
+            parts["around"] + parts["prologue and key"] - parts["prologue"] + parts["rebuild"],
+        ),
     ]
     for label, value in rows:
         print(f"  {label:60} {value:9.1f}")

@@ -87,7 +87,9 @@ def test_the_executor_claims_a_decode_steps_attention(dtype: torch.dtype) -> Non
         v = torch.randn(2, 4, length, 64, device=DEVICE, dtype=dtype)
         mask = _cache_mask(2, length, [position, position - 7], dtype)
         tolerance = 1e-5 if dtype == torch.float32 else 2e-2
-        torch.testing.assert_close(jitted(q, k, v, mask), _decode_step(q, k, v, mask), rtol=tolerance, atol=tolerance)
+        torch.testing.assert_close(
+            jitted(q, k, v, mask), _decode_step(q, k, v, mask), rtol=tolerance, atol=tolerance
+        )
     assert thunder.cache_misses(jitted) == 1
     assert "decode_sdpa" in str(thunder.last_traces(jitted)[-1])
 

@@ -35,7 +35,9 @@ def test_kernel_matches_eager(k: int, n: int, bias: bool, dtype: torch.dtype) ->
         wg, wu = (torch.randn(n, k, device=DEVICE, dtype=dtype) / k**0.5 for _ in range(2))
         bg, bu = (torch.randn(n, device=DEVICE, dtype=dtype) if bias else None for _ in range(2))
         out = gated_gemv(x, wg, wu, bg, bu)
-        expected = _eager(x.double(), wg.double(), wu.double(), *(b.double() if bias else None for b in (bg, bu)))
+        expected = _eager(
+            x.double(), wg.double(), wu.double(), *(b.double() if bias else None for b in (bg, bu))
+        )
         assert out.shape == (1, 1, n) and out.dtype == dtype
         tolerance = 1e-5 if dtype == torch.float32 else 3e-2
         torch.testing.assert_close(out.double(), expected, rtol=tolerance, atol=tolerance)

@@ -281,9 +281,13 @@ class TensorChecks:
 
     def _make_exact(self, tensors: tuple) -> None:
         sizes = [list(shape) for shape, *_ in self.expected]
-        self.exact = TORCH_TENSOR_GUARDS(*tensors, dynamic_dims_sizes=sizes, dynamic_dims_strides=self._recorded)
+        self.exact = TORCH_TENSOR_GUARDS(
+            *tensors, dynamic_dims_sizes=sizes, dynamic_dims_strides=self._recorded
+        )
         positions = tuple(
-            p for p, strides in zip(self.arg_positions, self._recorded) if p is not None and None not in strides
+            p
+            for p, strides in zip(self.arg_positions, self._recorded)
+            if p is not None and None not in strides
         )
         version = 0 if self._covered is None else self._covered[0] + 1
         self._covered = (version, positions)
@@ -419,7 +423,7 @@ def fold_layout_guards(prologue: Trace) -> TensorChecks | None:
                 layouts[index] = (expected, tuple(traced))
                 continue
         kept.append(bound)
-    returned = next((b.args[0] for b in reversed(bound_symbols) if b.symbol is RETURN), [])
+    returned: list = next((b.args[0] for b in reversed(bound_symbols) if b.symbol is RETURN), [])
     position_of = {getattr(p, "name", None): i for i, p in enumerate(returned)}
     arg_positions = tuple(position_of.get(entry[0].name) for entry in entries)
     kept[kept.index(checks_line)] = tensor_checks(entries, prologue.constants, name, layouts, arg_positions)
@@ -437,7 +441,9 @@ def with_tensor_shapes(prologue: Trace, shapes: dict[str, tuple[int, ...]]) -> T
         elif bound_symbol.symbol is CHECK_TENSORS:
             name, entries, layouts = bound_symbol.args
             entries = tuple((p, shapes.get(p.name, shape), *rest) for p, shape, *rest in entries)
-            bound_symbol = tensor_checks(entries, new.constants, name, layouts)  # the old prologue keeps its own
+            bound_symbol = tensor_checks(
+                entries, new.constants, name, layouts
+            )  # the old prologue keeps its own
         new.bound_symbols.append(bound_symbol)
     return new
 

@@ -31,7 +31,16 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.transforms.group_linears import MAX_GROUP
 from thunder.torch.norm_linears import RMS_NORM_STYLES
 
-__all__ = ["executor", "GemvExecutor", "linear", "linears", "rms_norm_linears", "decode_attention", "decode_sdpa", "gated_linears"]
+__all__ = [
+    "executor",
+    "GemvExecutor",
+    "linear",
+    "linears",
+    "rms_norm_linears",
+    "decode_attention",
+    "decode_sdpa",
+    "gated_linears",
+]
 
 _DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 
@@ -209,10 +218,11 @@ def _decode_attention_fits(
     an additive float mask of shape ``(B or 1, 1, 1, L)``."""
     from thunder.executors.triton.decode_attention import MAX_ROWS
 
-    tensors = (q, k, v)
-    if not all(isinstance(t, TensorProxy) and t.ndim == 4 for t in tensors) or is_causal is not False:
+    if not (isinstance(q, TensorProxy) and isinstance(k, TensorProxy) and isinstance(v, TensorProxy)):
         return False
-    assert isinstance(q, TensorProxy) and isinstance(k, TensorProxy) and isinstance(v, TensorProxy)
+    tensors = (q, k, v)
+    if any(t.ndim != 4 for t in tensors) or is_causal is not False:
+        return False
     device_type = "cpu" if _interpret_mode() else "cuda"
     if any(t.dtype != q.dtype or t.device != q.device for t in tensors) or q.device.type != device_type:
         return False
@@ -261,7 +271,9 @@ def _decode_sdpa_fits(
     scale: object = None,
     enable_gqa: object = False,
 ) -> bool:
-    return dropout_p == 0.0 and _decode_attention_fits(query, key, value, attn_mask, is_causal, scale, enable_gqa)
+    return dropout_p == 0.0 and _decode_attention_fits(
+        query, key, value, attn_mask, is_causal, scale, enable_gqa
+    )
 
 
 def gated_linears(
@@ -285,7 +297,9 @@ def _gated_linears_fit(
     x: object, gate_weight: object, up_weight: object, gate_bias: object = None, up_bias: object = None
 ) -> bool:
     """Two weights of one shape, and both biases or none."""
-    if (gate_bias is None) != (up_bias is None) or not _fits(x, (gate_weight, up_weight), (gate_bias, up_bias)):
+    if (gate_bias is None) != (up_bias is None) or not _fits(
+        x, (gate_weight, up_weight), (gate_bias, up_bias)
+    ):
         return False
     assert isinstance(gate_weight, TensorProxy) and isinstance(up_weight, TensorProxy)
     return gate_weight.shape == up_weight.shape

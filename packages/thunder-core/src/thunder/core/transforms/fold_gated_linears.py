@@ -96,7 +96,12 @@ def _match(
         return None
     activated = activation.output
     product = _only_reader(activated, readers)
-    if product is None or product.symbol.id != "ltorch.mul" or product.kwargs or _only_reader(up, readers) is not product:
+    if (
+        product is None
+        or product.symbol.id != "ltorch.mul"
+        or product.kwargs
+        or _only_reader(up, readers) is not product
+    ):
         return None
     if {a.name for a in product.args if isinstance(a, TensorProxy)} != {activated.name, up.name}:
         return None

@@ -39,7 +39,7 @@ _NUMBERS = ["scale", "L", "chunk", "sqb", "sqh", "sqr", "skb", "skh", "skl", "sv
 
 @triton.jit(do_not_specialize=_NUMBERS)
 def _partial_attention(
-    Q, K, V, M, O, PM, PL, PO, scale, L, chunk,
+    q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, max_ptr, sum_ptr, partial_ptr, scale, L, chunk,
     sqb, sqh, sqr, skb, skh, skl, svb, svh, svl, sob, soh, sor, smb,
     H: tl.constexpr, ROWS: tl.constexpr, RP: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr,
     HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, IEEE: tl.constexpr, UPCAST: tl.constexpr,
@@ -51,7 +51,7 @@ def _partial_attention(
     h = bh % H
     r = tl.arange(0, RP)
     d = tl.arange(0, D)
-    q = tl.load(Q + b * sqb + h * sqh + r[:, None] * sqr + d[None, :], mask=r[:, None] < ROWS, other=0.0)
+    q = tl.load(q_ptr + b * sqb + h * sqh + r[:, None] * sqr + d[None, :], mask=r[:, None] < ROWS, other=0.0)
     if UPCAST:
         q = q.to(tl.float32)
     m_i = tl.full([RP], float("-inf"), tl.float32)
@@ -62,7 +62,7 @@ def _partial_attention(
     for n0 in range(start, end, BLOCK_N):
         n = n0 + tl.arange(0, BLOCK_N)
         valid = n < end
-        k = tl.load(K + b * skb + h * skh + n[:, None] * skl + d[None, :], mask=valid[:, None], other=0.0)
+        k = tl.load(k_ptr + b * skb + h * skh + n[:, None] * skl + d[None, :], mask=valid[:, None], other=0.0)
         if UPCAST:
             k = k.to(tl.float32)
         if IEEE:
@@ -70,14 +70,14 @@ def _partial_attention(
         else:
             s = tl.dot(q, tl.trans(k)) * scale
         if HAS_MASK:
-            s += tl.load(M + b * smb + n, mask=valid, other=0.0).to(tl.float32)[None, :]
+            s += tl.load(mask_ptr + b * smb + n, mask=valid, other=0.0).to(tl.float32)[None, :]
         s = tl.where(valid[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # all masked so far: no NaN from -inf - -inf
         p = tl.exp(s - m_safe[:, None])
         alpha = tl.exp(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(V + b * svb + h * svh + n[:, None] * svl + d[None, :], mask=valid[:, None], other=0.0)
+        v = tl.load(v_ptr + b * svb + h * svh + n[:, None] * svl + d[None, :], mask=valid[:, None], other=0.0)
         if UPCAST:
             v = v.to(tl.float32)
         if IEEE:
@@ -87,18 +87,18 @@ def _partial_attention(
         m_i = m_new
     if SPLIT:
         base = (bh * splits + split) * RP
-        tl.store(PM + base + r, m_i)
-        tl.store(PL + base + r, l_i)
-        tl.store(PO + (base + r[:, None]) * D + d[None, :], acc)
+        tl.store(max_ptr + base + r, m_i)
+        tl.store(sum_ptr + base + r, l_i)
+        tl.store(partial_ptr + (base + r[:, None]) * D + d[None, :], acc)
     else:
         out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
-        tl.store(O + b * sob + h * soh + r[:, None] * sor + d[None, :], out.to(O.dtype.element_ty),
+        tl.store(out_ptr + b * sob + h * soh + r[:, None] * sor + d[None, :], out.to(out_ptr.dtype.element_ty),
                  mask=r[:, None] < ROWS)  # fmt: skip
 
 
 @triton.jit(do_not_specialize=["sob", "soh", "sor"])
 def _combine(
-    PM, PL, PO, O, sob, soh, sor,
+    max_ptr, sum_ptr, partial_ptr, out_ptr, sob, soh, sor,
     H: tl.constexpr, SPLITS: tl.constexpr, ROWS: tl.constexpr, RP: tl.constexpr, D: tl.constexpr,
 ):  # fmt: skip
     bh = tl.program_id(0)
@@ -108,14 +108,14 @@ def _combine(
     r = tl.arange(0, RP)
     d = tl.arange(0, D)
     base = (bh * SPLITS + s[:, None]) * RP + r[None, :]  # [SPLITS, RP]
-    m = tl.load(PM + base)
+    m = tl.load(max_ptr + base)
     largest = tl.max(m, 0)
     largest = tl.where(largest == float("-inf"), 0.0, largest)
     weight = tl.exp(m - largest[None, :])
-    total = tl.sum(weight * tl.load(PL + base), 0)
-    values = tl.load(PO + base[:, :, None] * D + d[None, None, :])  # [SPLITS, RP, D]
+    total = tl.sum(weight * tl.load(sum_ptr + base), 0)
+    values = tl.load(partial_ptr + base[:, :, None] * D + d[None, None, :])  # [SPLITS, RP, D]
     out = tl.sum(values * weight[:, :, None], 0) / tl.where(total == 0.0, 1.0, total)[:, None]
-    tl.store(O + b * sob + h * soh + r[:, None] * sor + d[None, :], out.to(O.dtype.element_ty),
+    tl.store(out_ptr + b * sob + h * soh + r[:, None] * sor + d[None, :], out.to(out_ptr.dtype.element_ty),
              mask=r[:, None] < ROWS)  # fmt: skip
 
 

@@ -347,8 +347,12 @@ def _gated_gemv_kernel(
         else:
             k_ok = ks < K
             x = tl.load(x_ptr + ks, mask=k_ok, other=0.0).to(tl.float32)
-            wg = tl.load(wg_ptr + offsets + ks[None, :], mask=k_ok[None, :], other=0.0, eviction_policy="evict_first")
-            wu = tl.load(wu_ptr + offsets + ks[None, :], mask=k_ok[None, :], other=0.0, eviction_policy="evict_first")
+            wg = tl.load(
+                wg_ptr + offsets + ks[None, :], mask=k_ok[None, :], other=0.0, eviction_policy="evict_first"
+            )
+            wu = tl.load(
+                wu_ptr + offsets + ks[None, :], mask=k_ok[None, :], other=0.0, eviction_policy="evict_first"
+            )
         acc_g += wg.to(tl.float32) * x[None, :]
         acc_u += wu.to(tl.float32) * x[None, :]
     g = tl.sum(acc_g, axis=1)
@@ -382,8 +386,9 @@ def gated_gemv(
     out = torch.empty((*x.shape[:-1], n), device=x.device, dtype=x.dtype)
     block_n, block_k, warps = config or gemv_config(k, n)
     has_bias = gate_bias is not None
-    pointers = [x.reshape(k).contiguous(), gate_weight, up_weight, out,
-                gate_bias if has_bias else x, up_bias if has_bias else x]  # fmt: skip
+    row = x.reshape(k).contiguous()
+    biases = [row, row] if gate_bias is None or up_bias is None else [gate_bias, up_bias]  # none: never read
+    pointers = [row, gate_weight, up_weight, out, *biases]
     constants = (k, has_bias, block_n, block_k, k % block_k == 0)
     grid = -(-n // block_n)
     key = ("gated", *_launch_key(pointers, constants, warps))
