@@ -20,8 +20,6 @@ are all masked gives 0, as eager's attention does.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 import triton
 import triton.language as tl
@@ -33,16 +31,12 @@ MAX_ROWS = 64
 _BLOCK_N = 64
 
 
-_NUMBERS = ["scale", "L", "chunk", "sqb", "sqh", "sqr", "skb", "skh", "skl", "svb", "svh", "svl", "sob", "soh",
-            "sor", "smb"]  # fmt: skip
-
-
-@triton.jit(do_not_specialize=_NUMBERS)
+@triton.jit
 def _partial_attention(
     q_ptr, k_ptr, v_ptr, mask_ptr, out_ptr, max_ptr, sum_ptr, partial_ptr, scale, L, chunk,
     sqb, sqh, sqr, skb, skh, skl, svb, svh, svl, sob, soh, sor, smb,
     H: tl.constexpr, ROWS: tl.constexpr, RP: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr,
-    HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, IEEE: tl.constexpr, UPCAST: tl.constexpr,
+    HAS_MASK: tl.constexpr, SPLIT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr,
 ):  # fmt: skip
     bh = tl.program_id(0)
     split = tl.program_id(1)
@@ -65,10 +59,7 @@ def _partial_attention(
         k = tl.load(k_ptr + b * skb + h * skh + n[:, None] * skl + d[None, :], mask=valid[:, None], other=0.0)
         if UPCAST:
             k = k.to(tl.float32)
-        if IEEE:
-            s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale
-        else:
-            s = tl.dot(q, tl.trans(k)) * scale
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale
         if HAS_MASK:
             s += tl.load(mask_ptr + b * smb + n, mask=valid, other=0.0).to(tl.float32)[None, :]
         s = tl.where(valid[None, :], s, float("-inf"))
@@ -80,10 +71,7 @@ def _partial_attention(
         v = tl.load(v_ptr + b * svb + h * svh + n[:, None] * svl + d[None, :], mask=valid[:, None], other=0.0)
         if UPCAST:
             v = v.to(tl.float32)
-        if IEEE:
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
-        else:
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
         m_i = m_new
     if SPLIT:
         base = (bh * splits + split) * RP
@@ -96,7 +84,7 @@ def _partial_attention(
                  mask=r[:, None] < ROWS)  # fmt: skip
 
 
-@triton.jit(do_not_specialize=["sob", "soh", "sor"])
+@triton.jit
 def _combine(
     max_ptr, sum_ptr, partial_ptr, out_ptr, sob, soh, sor,
     H: tl.constexpr, SPLITS: tl.constexpr, ROWS: tl.constexpr, RP: tl.constexpr, D: tl.constexpr,
@@ -138,50 +126,21 @@ def decode_attention(
         partial = torch.empty(maxima.numel() * width, device=q.device, dtype=torch.float32)
     else:
         maxima = sums = partial = out
-    ieee = q.dtype == torch.float32  # float32 products as eager's: no TF32 rounding
+    precision = "ieee" if q.dtype == torch.float32 else "tf32"  # float32 as eager: no TF32 rounding
     from thunder.executors.triton.cache import interpret_mode
 
     # Triton's interpreter multiplies 16-bit floats wrongly in tl.dot: it gets float32 tiles instead
     upcast = interpret_mode() and q.dtype != torch.float32
-    _launch(
-        _partial_attention,
-        (batch * heads, splits),
-        [q, k, v, mask_rows, out, maxima, sums, partial],
-        [scale, length, chunk, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3], mask_stride],
-        {"H": heads, "ROWS": rows, "RP": padded, "D": width, "BLOCK_N": _BLOCK_N, "HAS_MASK": mask is not None,
-         "SPLIT": splits > 1, "IEEE": ieee, "UPCAST": upcast},
+    _partial_attention[(batch * heads, splits)](
+        q, k, v, mask_rows, out, maxima, sums, partial, scale, length, chunk,
+        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2), out.stride(0), out.stride(1), out.stride(2), mask_stride,
+        H=heads, ROWS=rows, RP=padded, D=width, BLOCK_N=_BLOCK_N, HAS_MASK=mask is not None,
+        SPLIT=splits > 1, PRECISION=precision, UPCAST=upcast, num_warps=4,
     )  # fmt: skip
     if splits > 1:
-        _launch(
-            _combine,
-            (batch * heads, 1),
-            [maxima, sums, partial, out],
-            [*out.stride()[:3]],
-            {"H": heads, "SPLITS": splits, "ROWS": rows, "RP": padded, "D": width},
-        )
+        _combine[(batch * heads,)](
+            maxima, sums, partial, out, out.stride(0), out.stride(1), out.stride(2),
+            H=heads, SPLITS=splits, ROWS=rows, RP=padded, D=width, num_warps=4,
+        )  # fmt: skip
     return out
-
-
-# Compiled kernels by what Triton specializes them on (the numbers are not: ``do_not_specialize``),
-# launched directly after the first call: ``kernel[grid](...)`` binds its arguments in Python, tens of
-# microseconds a launch, which a decode step without CUDA graphs pays once a layer.
-_compiled: dict[tuple, Any] = {}
-
-
-def _launch(kernel: Any, grid: tuple[int, int], pointers: list, numbers: list, constants: dict) -> None:
-    key = (
-        kernel,
-        pointers[0].device.index,
-        tuple(p.dtype for p in pointers),
-        tuple(p.data_ptr() % 16 == 0 for p in pointers),
-        tuple(constants.values()),
-    )
-    compiled = _compiled.get(key)
-    if compiled is not None:
-        stream = torch._C._cuda_getCurrentRawStream(pointers[0].device.index)
-        compiled.run(*grid, 1, stream, compiled.function, compiled.packed_metadata, None, None, None,
-                     *pointers, *numbers, *constants.values())  # fmt: skip
-        return
-    compiled = kernel[grid](*pointers, *numbers, **constants, num_warps=4)
-    if pointers[0].is_cuda and getattr(compiled, "packed_metadata", None) is not None:  # not the interpreter
-        _compiled[key] = compiled
