@@ -318,3 +318,19 @@ def test_storing_a_symbolic_number_on_a_module_is_replayed():
         jitted(torch.randn(2))
     assert model.steps == 3 and type(model.steps) is int
     assert thunder.cache_misses(jitted) == 1  # the count is an input and an output, not a constant
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_setitem_with_an_int_that_changes_between_calls(cache: str) -> None:
+    """``y[p] = v`` with an int ``p``: a symbolic number (or a size made symbolic on a recompile) is an
+    index as eager takes it, a basic write, not an index tensor's (both raised after a213a57)."""
+
+    def fn(x, p):
+        y = x.clone()
+        y[p] = -1.0
+        return y
+
+    jitted = thunder.jit(fn, cache=cache)
+    for p in (0, 4, -1, (0, slice(None, None, 2), -1), 3):
+        x = torch.arange(210.0).reshape(5, 6, 7)
+        torch.testing.assert_close(jitted(x, p), fn(x, p))

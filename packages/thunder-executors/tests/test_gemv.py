@@ -128,13 +128,14 @@ def test_decode_block_matches_eager_over_calls_and_groups_projections() -> None:
             torch.testing.assert_close(jitted(x), model(x))
             lines = _lines(jitted)
             grouped = [line for line in lines if "gemv_linears(" in line]
-            if x.numel() == 64:  # one row: q/k/v as one launch, gate/up as another, down alone
-                assert len(grouped) == 2, lines
+            gated = [line for line in lines if "gemv_gated_linears(" in line]
+            if x.numel() == 64:  # one row: q/k/v one launch, gate/up and product another, down alone
+                assert len(grouped) == 1 and len(gated) == 1, lines
                 assert "(q_weight, k_weight, v_weight)" in grouped[0]
-                assert "(gate_weight, up_weight)" in grouped[1]
+                assert "gate_weight, up_weight" in gated[0]
                 assert sum("gemv_linear(" in line for line in lines) == 1
             else:  # several rows: cuBLAS's matmuls
-                assert not grouped and not any("gemv_linear(" in line for line in lines)
+                assert not grouped and not gated and not any("gemv_linear(" in line for line in lines)
 
 
 def test_weights_changed_in_place_between_calls_are_read_again() -> None:

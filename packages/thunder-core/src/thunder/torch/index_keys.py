@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from thunder.core import dtypes, prims
 from thunder.core.promotion import broadcast_shapes
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.torch.indexing import _as_lists, _flatten, _masked_put, index_put
 from thunder.torch.utils import expand_to, to_dtype
 from thunder.torch.views import movedim
@@ -62,7 +62,10 @@ def _dims_taken(k: Any) -> int:
 
 
 def _entry(k: Any, device: Any) -> Any:
-    """A key entry checked, with a Python list made a constant tensor (as eager makes it)."""
+    """A key entry checked, with a Python list made a constant tensor (as eager makes it) and a number
+    input of the trace (``cache="symbolic values"``) specialized to its value, as any index is."""
+    if isinstance(k, NumberProxy):
+        k = k.specialize()
     if isinstance(k, (list, tuple)):
         flat = list(_flatten(k))
         if flat and all(isinstance(v, bool) for v in flat):

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from thunder.core import dtypes, fallback
 from thunder.core.inplace import check_write_overlap, current, mutate, resize
-from thunder.core.proxies import TensorProxy, register_tensor_method, tensor_method
+from thunder.core.proxies import NumberProxy, TensorProxy, register_tensor_method, tensor_method
 from thunder.core.pytree import tree_leaves
 from thunder.torch.foreach import foreach_lookaside
 from thunder.torch.index_keys import parse_key, put, value_of_write
@@ -136,6 +136,16 @@ for _name in _in_place_method_names():
 # x[key] = value
 
 
+def _specialized_numbers(key: Any) -> Any:
+    """``key`` with its number inputs of the trace (``cache="symbolic values"``) specialized to their
+    values, as any index is: ``y[i] = v`` of an int ``i`` is a basic write, not an index tensor's."""
+    if isinstance(key, NumberProxy):
+        return key.specialize()
+    if isinstance(key, tuple) and any(isinstance(k, NumberProxy) for k in key):
+        return tuple(k.specialize() if isinstance(k, NumberProxy) else k for k in key)
+    return key
+
+
 def _is_basic_key(key: Any) -> bool:
     keys = key if isinstance(key, tuple) else (key,)
     return all(
@@ -148,6 +158,7 @@ def setitem(a: TensorProxy, key: Any, value: Any) -> None:
     for the key's tensors (``thunder.torch.index_keys``); the in-place machinery writes the view back."""
     if key is False:  # eager writes nothing and checks nothing
         return
+    key = _specialized_numbers(key)
     if _is_basic_key(key):
         view = tensor_method("getitem")(a, key)
         check_write_overlap(view, value)
@@ -162,6 +173,11 @@ def setitem(a: TensorProxy, key: Any, value: Any) -> None:
         mutate(a, tensor_method("masked_fill")(a, key, value))
         return
     parsed = parse_key(a, key)
+    if not parsed.selects and not parsed.indices:  # basic after all: an int that is a symbolic size
+        view = tensor_method("getitem")(a, parsed.basic)
+        check_write_overlap(view, value)
+        mutate(view, value_of_write(value))
+        return
     if all(isinstance(k, slice) and k == slice(None) for k in parsed.basic):
         view = a
     else:
