@@ -4,6 +4,12 @@ While a call is traced the frontend reports every value the computation depends 
 its source (``args[0].fc1.weight``, a global, a closure cell). The prologue built here fetches each
 again on later calls, checks tensors' metadata and Python values' equality, and returns the
 computation's inputs; any mismatch raises ``GuardFailure`` and the next cache entry is tried.
+
+This module holds the checks' symbols and ``PrologueBuilder``. What ``finish`` makes faster lives in
+modules beside it: ``prologue_fetches`` (a value fetched twice is bound once), ``prologue_hook_checks``
+(hook tables checked only after a hook handle was made: ``HookRegistrations``) and
+``prologue_tensor_checks`` (all tensors checked in one native call: ``TensorChecks``); the names of
+the last two are importable from here too.
 """
 
 from __future__ import annotations
@@ -13,15 +19,32 @@ import ast
 import copy
 import math
 import operator
-import threading
 import weakref
 from typing import Any
 
 import torch
-import torch.utils.hooks
 
 from thunder.core import dtypes, symbolic_shapes
 from thunder.core.prologue_fetches import hoist_repeated_fetches
+from thunder.core.prologue_hook_checks import (
+    CHECK_EMPTY,
+    CHECK_HOOKS,
+    CHECKED,
+    HookRegistrations,
+    is_hook_check,
+    merge_empty_checks,
+)
+
+# TORCH_TENSOR_GUARDS is read here by ``PrologueBuilder.finish``: None (as tests set it) keeps the
+# tensors' checks in Python.
+from thunder.core.prologue_tensor_checks import (
+    CHECK_TENSORS,
+    TORCH_TENSOR_GUARDS,
+    TensorChecks,
+    fold_layout_guards,
+    same_shape,
+    tensor_checks,
+)
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.sources import (
     ArgumentSource,
@@ -38,6 +61,7 @@ from thunder.core.trace import Trace, from_trace, tracectx
 
 __all__ = [
     "GuardFailure",
+    "HookRegistrations",
     "TensorChecks",
     "add_size_guards",
     "with_tensor_shapes",
@@ -60,7 +84,7 @@ def check_tensor(t: Any, shape: tuple, device: torch.device, dtype: torch.dtype,
     if not (
         isinstance(t, torch.Tensor)
         and t.dtype is dtype
-        and _same_shape(t.shape, shape)
+        and same_shape(t.shape, shape)
         and t.requires_grad is requires_grad
         and t.device == device
     ):
@@ -111,17 +135,11 @@ def _shape_test(name: str, shape: tuple) -> str:
     )
 
 
-def _same_shape(actual: tuple, expected: tuple) -> bool:
-    return len(actual) == len(expected) and all(e is None or a == e for a, e in zip(actual, expected))
-
-
 def _print_unpack(bound_symbol: BoundSymbol) -> list[str]:
     (expression,) = bound_symbol.args
     return [f"{bound_symbol.output.name} = {expression}"]
 
 
-# The local a value check binds its value to (``type(_checked := x.n) is not int or _checked != 3``).
-CHECKED = "_checked"
 # Builtins the printed checks call: a proxy or local of the same name would shadow them.
 _BUILTINS_USED = ("type", "len", "tuple", "list", "dict", "int", "float", "str", "hasattr", "getattr",
                   "isinstance", "all", "map")  # fmt: skip
@@ -199,238 +217,6 @@ CHECK_VALUE = Symbol(name="check_value", id="prologue.check_value", meta=lambda 
                      printer=_print_check_value, fn=check_value)  # fmt: skip
 
 
-def _torch_tensor_guards() -> Any:
-    """torch's C++ tensor check, the one torch.compile's guards run, or None where this torch lacks it."""
-    try:
-        from torch._C._dynamo.guards import TensorGuards
-
-        probe = torch.zeros(2, 3)
-        guards = TensorGuards(probe, dynamic_dims_sizes=None, dynamic_dims_strides=[[None, None]])
-        # what the prologue relies on: same metadata passes, other metadata, a non-tensor, strides do not
-        if not guards.check(torch.zeros(3, 2).t()) or guards.check(torch.zeros(2, 4)) or guards.check(2):
-            return None
-        if guards.check(torch.zeros(2, 3, dtype=torch.float64)) or guards.check(probe.requires_grad_()):
-            return None
-        return TensorGuards
-    except Exception:  # noqa: BLE001 -- a private API: any change in it means the checks stay in Python
-        return None
-
-
-TORCH_TENSOR_GUARDS = _torch_tensor_guards()
-
-
-class TensorChecks:
-    """The checks of all of a prologue's tensors as one call: ``check(*tensors)`` is True when each has
-    the shape, dtype, device and requires_grad the computation was traced with, and the layout the
-    program's answers depend on (``layouts``: position -> (contiguous, traced strides), the layout
-    guards of ``fold_layout_guards``).
-
-    The first call that passes is checked in Python; its tensors then make torch's C++ tensor check
-    (``torch._C._dynamo.guards.TensorGuards``), which later calls run: about 60 ns a tensor, against
-    400 ns for a line of Python reading four attributes. torch's check never checks less: it also
-    checks the exact class (a ``Parameter`` is not a plain tensor), the device index and the dispatch
-    keys under the thread's state (an inference tensor, a conjugate view, autocast), so a call
-    differing only there compiles another entry. Made on the first call, not while compiling, so that
-    it records the caller's state, not the compiler's.
-
-    Two of torch's checks are made: ``native`` leaves strides unchecked (what the entry requires),
-    ``exact`` also checks the first call's strides of every tensor of static shape. A call passing
-    ``exact`` needs no layout check of its own, and its strides are known: ``covered()`` says so to
-    the computation's CUDA graphs (their key then leaves those tensors' strides out). A call failing
-    ``exact`` is checked as the entry requires (``native`` and the layouts in Python); if it passes,
-    the tensors whose strides differed are left out of ``exact`` from then on, so that a program
-    called with changing strides does not take the slow path every time.
-    """
-
-    def __init__(
-        self,
-        expected: tuple[tuple[tuple[int, ...], torch.device, torch.dtype, bool], ...],
-        layouts: dict[int, tuple[bool, tuple[int, ...]]] | None = None,
-        arg_positions: tuple[int | None, ...] = (),
-    ):
-        self.expected = expected  # per tensor: shape, device, dtype, requires_grad
-        self.layouts = dict(layouts or {})
-        self.arg_positions = arg_positions  # per tensor: its position among the computation's inputs
-        self.native: Any = None
-        self.exact: Any = None
-        self._recorded: list[list[int | None]] = []  # the strides ``exact`` checks (None: not checked)
-        self._covered: tuple[int, tuple[int, ...]] | None = None  # (version, computation positions)
-        self._local = threading.local()
-        self.check: Any = self._check_first
-
-    def _check_first(self, *tensors: Any) -> bool:
-        if self.mismatch(tensors) is not None:
-            return False
-        try:
-            unchecked = [[None] * t.dim() for t in tensors]  # the prologue never checked strides
-            sizes = [list(shape) for shape, *_ in self.expected]  # None: a symbolic dim, not checked
-            native = TORCH_TENSOR_GUARDS(*tensors, dynamic_dims_sizes=sizes, dynamic_dims_strides=unchecked)
-        except Exception:  # noqa: BLE001 -- keep checking in Python
-            native = None
-        if native is None or not native.check(*tensors):
-            self.check = self._check_python
-            return True
-        self.native = native
-        self._recorded = [
-            list(t.stride()) if None not in shape else [None] * t.dim()
-            for t, (shape, *_) in zip(tensors, self.expected)
-        ]
-        self._make_exact(tensors)
-        self.check = self._check_exact
-        return True
-
-    def _make_exact(self, tensors: tuple) -> None:
-        sizes = [list(shape) for shape, *_ in self.expected]
-        self.exact = TORCH_TENSOR_GUARDS(
-            *tensors, dynamic_dims_sizes=sizes, dynamic_dims_strides=self._recorded
-        )
-        positions = tuple(
-            p
-            for p, strides in zip(self.arg_positions, self._recorded)
-            if p is not None and None not in strides
-        )
-        version = 0 if self._covered is None else self._covered[0] + 1
-        self._covered = (version, positions)
-        self._local.covered = self._covered
-
-    def _check_exact(self, *tensors: Any) -> bool:
-        if self.exact.check(*tensors):
-            self._local.covered = self._covered
-            return True
-        self._local.covered = None
-        if self.mismatch(tensors) is not None:
-            return False
-        for index, (t, recorded) in enumerate(zip(tensors, self._recorded)):  # passed, other strides
-            if None not in recorded and list(t.stride()) != recorded:
-                self._recorded[index] = [None] * t.dim()
-        self._make_exact(tensors)
-        return True
-
-    def _check_python(self, *tensors: Any) -> bool:
-        return self.mismatch(tensors) is None
-
-    def covered(self) -> tuple[int, tuple[int, ...]] | None:
-        """For the computation called after this check passed (once: taken, it is forgotten): the
-        positions among its inputs whose strides are those ``exact`` recorded, and a version that
-        changes whenever those positions do; None when the last check did not pass ``exact``."""
-        local = self._local
-        covered = getattr(local, "covered", None)
-        local.covered = None
-        return covered
-
-    def mismatch(self, tensors: tuple) -> tuple[int, list[tuple[str, str, str]]] | None:
-        """The position of the first tensor failing the checks and what differs (what, before, after:
-        ``("shape", "(4,)", "(2, 2)")``), or None when all pass."""
-        if len(tensors) != len(self.expected):
-            return -1, [("the number of tensors", str(len(self.expected)), str(len(tensors)))]
-        for index, (t, (shape, device, dtype, requires_grad)) in enumerate(zip(tensors, self.expected)):
-            if not isinstance(t, torch.Tensor):
-                return index, [("", "a tensor", f"a {type(t).__qualname__}")]
-            wanted = {"shape": tuple(shape), "dtype": dtype, "requires_grad": requires_grad, "device": device}
-            actual = {
-                "shape": tuple(t.shape),
-                "dtype": t.dtype,
-                "requires_grad": t.requires_grad,
-                "device": t.device,
-            }
-            if _same_shape(actual["shape"], wanted["shape"]):  # symbolic dims (None) take any size
-                actual["shape"] = wanted["shape"]
-            changes = [
-                (k, shown_value(wanted[k]), shown_value(actual[k])) for k in wanted if wanted[k] != actual[k]
-            ]
-            if changes:
-                return index, changes
-        if self.native is not None and not self.native.check(*tensors):
-            names = [f"input{i}" for i in range(len(tensors))]
-            message = str(self.native.check_verbose(*tensors, tensor_check_names=names))
-            index = next((i for i, name in enumerate(names) if f"'{name}'" in message), 0)
-            return index, [("kind (torch's tensor check)", "as on the first call", message)]
-        for index, (contiguous, traced) in self.layouts.items():
-            if not _layout_holds(tensors[index], contiguous, traced):
-                from thunder.core import layouts  # layouts imports this module
-
-                before, after, consequence = layouts.describe_guard(
-                    tensors[index], (), "strides", (), contiguous, traced
-                )
-                return index, [("layout:", before, f"{after}; {consequence}")]
-        return None
-
-
-def _layout_holds(x: torch.Tensor, contiguous: bool, traced: tuple) -> bool:
-    """``layouts.guard``'s check of an input's own layout: contiguous, or the very strides traced."""
-    return x.is_contiguous() if contiguous else tuple(x.stride()) == tuple(traced)
-
-
-def _print_check_tensors(bound_symbol: BoundSymbol) -> list[str]:
-    checks_name, entries, *rest = bound_symbol.args
-    layouts = rest[0] if rest else {}
-
-    def layout(index: int) -> str:
-        if index not in layouts:
-            return ""
-        contiguous, traced = layouts[index]
-        return ", layout contiguous" if contiguous else f", layout strides {tuple(traced)}"
-
-    expected = [
-        f"# {proxy.name}: shape {tuple(shape)!r}, dtype {dtype}, device {proxy.device}, "
-        f"requires_grad {requires_grad}{layout(index)}"
-        for index, (proxy, shape, _, dtype, requires_grad) in enumerate(entries)
-    ]
-    names = ", ".join(entry[0].name for entry in entries)
-    return [*expected, f"if not {checks_name}.check({names}): raise GuardFailure"]
-
-
-CHECK_TENSORS = Symbol(
-    name="check_tensors", id="prologue.check_tensors", meta=lambda *args: None, printer=_print_check_tensors
-)
-
-
-def tensor_checks(
-    entries: tuple,
-    constants: dict[str, Any],
-    name: str,
-    layouts: dict[int, tuple[bool, tuple[int, ...]]] | None = None,
-    arg_positions: tuple[int | None, ...] = (),
-) -> BoundSymbol:
-    """The ``CHECK_TENSORS`` line for ``entries`` (the arguments of ``CHECK_TENSOR`` lines: proxy, shape,
-    device name, dtype, requires_grad), its ``TensorChecks`` bound as ``name`` in ``constants``."""
-    expected = tuple(
-        (tuple(shape), constants[device], dtype, requires_grad)
-        for _, shape, device, dtype, requires_grad in entries
-    )
-    constants[name] = TensorChecks(expected, layouts, arg_positions)
-    return BoundSymbol(CHECK_TENSORS, (name, tuple(entries), dict(layouts or {})))
-
-
-def fold_layout_guards(prologue: Trace) -> TensorChecks | None:
-    """Move the checks of inputs' own layouts (``layouts.guard(x, (), 'strides', ...)`` on a tensor of
-    static shape) into the prologue's ``TensorChecks``, whose C++ check then covers them, and tell it
-    where each tensor goes among the computation's inputs (for ``TensorChecks.covered``). Run once the
-    prologue has all its guards, before its callable is made. Returns the ``TensorChecks``, if any."""
-    bound_symbols = prologue.bound_symbols
-    found = next(((i, b) for i, b in enumerate(bound_symbols) if b.symbol is CHECK_TENSORS), None)
-    if found is None or prologue._python_callable is not None:
-        return None
-    _, checks_line = found
-    name, entries, layouts = checks_line.args
-    index_of = {entry[0].name: i for i, entry in enumerate(entries)}
-    layouts, kept = dict(layouts), []
-    for bound in bound_symbols:
-        if bound.symbol.id == "layouts.guard":
-            x, steps, kind, _, expected, traced = bound.args
-            index = index_of.get(getattr(x, "name", None))
-            if kind == "strides" and not steps and index is not None and None not in entries[index][1]:
-                layouts[index] = (expected, tuple(traced))
-                continue
-        kept.append(bound)
-    returned: list = next((b.args[0] for b in reversed(bound_symbols) if b.symbol is RETURN), [])
-    position_of = {getattr(p, "name", None): i for i, p in enumerate(returned)}
-    arg_positions = tuple(position_of.get(entry[0].name) for entry in entries)
-    kept[kept.index(checks_line)] = tensor_checks(entries, prologue.constants, name, layouts, arg_positions)
-    bound_symbols[:] = kept
-    return prologue.constants[name]
-
-
 def with_tensor_shapes(prologue: Trace, shapes: dict[str, tuple[int, ...]]) -> Trace:
     """``prologue`` checking other shapes for the tensors named in ``shapes`` (FSDP's shards)."""
     new = from_trace(prologue, prologue.header)
@@ -466,29 +252,6 @@ CHECK_CONTAINER = Symbol(
 )
 
 
-def _print_check_empty(bound_symbol: BoundSymbol) -> list[str]:
-    # A module's hook tables are read from its ``__dict__``, where nn.Module keeps them: one attribute
-    # read and four dict lookups cost 2/3 of four attribute reads through a class with ``__getattr__``
-    # (292 modules of a 22-layer Llama).
-    parts = [expression.rpartition(".") for expression in bound_symbol.args]
-    bases = {base for base, _, _ in parts}
-    if len(parts) > 1 and len(bases) == 1 and all(_is_hook_table_name(name) for _, _, name in parts):
-        (base,) = bases
-        first, *rest = (name for _, _, name in parts)
-        condition = f"({CHECKED} := {base}.__dict__)[{first!r}]" + "".join(
-            f" or {CHECKED}[{n!r}]" for n in rest
-        )
-        return [f"if {condition}: raise GuardFailure"]
-    return [f"if {' or '.join(bound_symbol.args)}: raise GuardFailure"]
-
-
-_HOOK_TABLE_NAMES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-
-
-def _is_hook_table_name(name: str) -> bool:
-    return name in _HOOK_TABLE_NAMES
-
-
 def _print_check_same(bound_symbol: BoundSymbol) -> list[str]:
     expression, first_expression = bound_symbol.args
     return [f"if {expression} is not {first_expression}: raise GuardFailure"]
@@ -497,57 +260,6 @@ def _print_check_same(bound_symbol: BoundSymbol) -> list[str]:
 CHECK_SAME = Symbol(
     name="check_same", id="prologue.check_same", meta=lambda *args: None, printer=_print_check_same
 )
-
-
-CHECK_EMPTY = Symbol(
-    name="check_empty", id="prologue.check_empty", meta=lambda *args: None, printer=_print_check_empty
-)
-
-
-class HookRegistrations:
-    """What a prologue knows of hook registrations: ``next_id``, torch's count of hook handles
-    (``torch.utils.hooks.RemovableHandle.next_id``, taken from ``handles``) when its hook tables
-    were last found empty. Every ``register_*hook`` of a module (and torch's global ones, and a
-    tensor's) makes a handle, which raises the count before the hook enters its table; removing one
-    only empties a table. So while the count is unchanged, no table the prologue found empty can have
-    gained a hook, and its hook checks are skipped: 292 modules' tables were a fifth of a 22-layer
-    decode step's prologue. A table filled without a handle (``m._forward_hooks[k] = f``, torch's
-    private dict) is not seen until some handle is made."""
-
-    handles = torch.utils.hooks.RemovableHandle
-
-    def __init__(self) -> None:
-        self.next_id = -1
-
-
-def _print_check_hooks(bound_symbol: BoundSymbol) -> list[str]:
-    seen, count = bound_symbol.kwargs["seen"], bound_symbol.kwargs["count"]
-    groups: list[list[str]] = []
-    for expression in bound_symbol.args:  # a module's tables together, printed as one statement
-        base = expression.rpartition(".")[0]
-        if groups and groups[-1][0].rpartition(".")[0] == base and "." in expression:
-            groups[-1].append(expression)
-        else:
-            groups.append([expression])
-    checks = [line for group in groups for line in _print_check_empty(BoundSymbol(CHECK_EMPTY, tuple(group)))]
-    return [
-        f"if {seen}.next_id != ({count} := {seen}.handles.next_id):  # a hook handle was made since: check the tables",
-        *(f"  {line}" for line in checks),
-        f"  {seen}.next_id = {count}",
-    ]
-
-
-CHECK_HOOKS = Symbol(
-    name="check_hooks", id="prologue.check_hooks", meta=lambda *args: None, printer=_print_check_hooks
-)
-
-
-def _is_hook_check(bound_symbol: BoundSymbol) -> bool:
-    return bound_symbol.symbol is CHECK_EMPTY and all(
-        _is_hook_table_name(expression.rpartition(".")[2])
-        or expression.endswith(tuple(f"['_global{name}']" for name in _HOOK_TABLE_NAMES))
-        for expression in bound_symbol.args
-    )
 
 
 def _print_check_identity(bound_symbol: BoundSymbol) -> list[str]:
@@ -890,7 +602,7 @@ class PrologueBuilder:
             UNPACK: (0,), CHECK_VALUE: (0,), CHECK_IDENTITY: (0,), CHECK_EMPTY: (0,), CHECK_KEYS: (0,),
             CHECK_CONTAINER: (0,), CHECK_SAME: (0, 1),
         }  # fmt: skip
-        self.prologue.bound_symbols[:] = _merge_empty_checks(
+        self.prologue.bound_symbols[:] = merge_empty_checks(
             hoist_repeated_fetches(self.prologue.bound_symbols, expression_index, self._fetch_name)
         )
         self._gate_hook_checks()
@@ -904,13 +616,14 @@ class PrologueBuilder:
 
     def _gate_hook_checks(self) -> None:
         """The hook tables' emptiness checks as one block after the last fetch, run only when a hook
-        handle was made since they last passed (``HookRegistrations``). Moving them later changes
-        nothing but which check a recompile reason names first: no check reads through a hook table."""
+        handle was made since they last passed (``HookRegistrations``, core/prologue_hook_checks.py).
+        Moving them later changes nothing but which check a recompile reason names first: no check
+        reads through a hook table."""
         bound_symbols = self.prologue.bound_symbols
-        hooks = [b for b in bound_symbols if _is_hook_check(b)]
+        hooks = [b for b in bound_symbols if is_hook_check(b)]
         if not hooks:
             return
-        bound_symbols[:] = [b for b in bound_symbols if not _is_hook_check(b)]
+        bound_symbols[:] = [b for b in bound_symbols if not is_hook_check(b)]
         seen = self._constant_name(HookRegistrations())
         count = "_handle_count"
         while count in self.prologue.names or count in self.computation.names:
@@ -920,9 +633,9 @@ class PrologueBuilder:
         bound_symbols.append(BoundSymbol(CHECK_HOOKS, expressions, {"seen": seen, "count": count}))
 
     def _check_tensors_at_once(self) -> None:
-        """The tensors' checks as one call after the last fetch (``TensorChecks``): no later check
-        reads through a tensor (what is read from one needs no check of its own), so none relies on
-        them having passed first."""
+        """The tensors' checks as one call after the last fetch (``TensorChecks``,
+        core/prologue_tensor_checks.py): no later check reads through a tensor (what is read from one
+        needs no check of its own), so none relies on them having passed first."""
         bound_symbols = self.prologue.bound_symbols
         entries = tuple(b.args for b in bound_symbols if b.symbol is CHECK_TENSOR)
         if entries:
@@ -943,18 +656,6 @@ def builder_of(computation: Trace) -> PrologueBuilder | None:
     """The ``PrologueBuilder`` of ``computation`` while it is traced, else None."""
     ref = _BUILDERS.get(computation)
     return ref() if ref is not None else None
-
-
-def _merge_empty_checks(bound_symbols: list[BoundSymbol]) -> list[BoundSymbol]:
-    """Adjacent emptiness checks as one line (``if m._forward_hooks or m._forward_pre_hooks: ...``):
-    a module's four hook tables cost one statement instead of four on every call."""
-    merged: list[BoundSymbol] = []
-    for bound in bound_symbols:
-        if bound.symbol is CHECK_EMPTY and merged and merged[-1].symbol is CHECK_EMPTY:
-            merged[-1] = BoundSymbol(CHECK_EMPTY, (*merged[-1].args, *bound.args))
-        else:
-            merged.append(bound)
-    return merged
 
 
 def _expanded_parameter(tensor: torch.Tensor) -> bool:
