@@ -13,7 +13,7 @@ tests=(
   tests/integration/{test_layout_dependent_views,test_writes_through_eager_aliases,test_region_moves}.py
   packages/thunder-executors/tests/{test_fusion_training,test_torch_kernels,test_torchex_direct}.py
   packages/thunder-executors/tests/{test_gemv,test_gemv_rms_norm,test_gated_gemv,test_decode_attention_kernel}.py
-  packages/thunder-executors/tests/{test_nvfuser,test_nvfuser_regions}.py
+  packages/thunder-executors/tests/{test_nvfuser,test_nvfuser_regions,test_nvfuser_writes}.py
   packages/thunder-core/tests/{test_devices_in_elementwise,test_layouts}.py
 )
 timeout "${TESTS_TIMEOUT:-400}" python3 -m pytest -v -n "${WORKERS:-4}" -p no:cacheprovider -m "slow or not slow" \

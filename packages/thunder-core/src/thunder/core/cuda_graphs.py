@@ -323,14 +323,20 @@ def with_cuda_graphs(fn: Callable, enabled: bool, name: str = "computation", tra
 
 
 def mutated_inputs(trace: Any) -> frozenset:
-    """Positions of the trace's inputs that it writes in place: ``inplace.copy_(input, value)``, or an
+    """Positions of the trace's inputs that it writes in place: ``inplace.copy_(input, value)``, also
+    one taken into a fusion region (among its subsymbols, ``transforms/fusion_copy_backs.py``), or an
     in-place op that replaced such a copy (``transforms/reinplace.py``: tagged ``writes_input``)."""
     positions = {getattr(arg, "name", None): i for i, arg in enumerate(trace.args)}
-    return frozenset(
-        positions[bound.args[0].name]
+    writers = (
+        writer
         for bound in trace.bound_symbols
-        if (bound.symbol.id == "inplace.copy_" or "writes_input" in bound.symbol.tags)
-        and getattr(bound.args[0], "name", None) in positions
+        for writer in (bound, *(bound.subsymbols if "side_effect" in bound.symbol.tags else ()))
+    )
+    return frozenset(
+        positions[writer.args[0].name]
+        for writer in writers
+        if (writer.symbol.id == "inplace.copy_" or "writes_input" in writer.symbol.tags)
+        and getattr(writer.args[0], "name", None) in positions
     )
 
 

@@ -232,6 +232,18 @@ class FusionExecutor(Executor):
         """
         raise NotImplementedError
 
+    # Whether ``write_inputs`` can take copy-backs into this executor's regions
+    # (``transforms/fusion_copy_backs.py``).
+    writes_inputs = False
+
+    def write_inputs(
+        self, region: BoundSymbol, copies: Sequence[BoundSymbol], outputs: set[str]
+    ) -> BoundSymbol | None:
+        """``region`` (a bound symbol ``fuse`` made) that also does ``copies``: the copy-backs
+        ``inplace.copy_(input, value)`` of values it makes, which it writes into the inputs itself
+        or copies at its end; None where it cannot. ``outputs`` names its values still read after it."""
+        return None
+
 
 _registry: dict[str, Executor] = {}
 _entry_points_loaded = False

@@ -12,6 +12,8 @@ Policy:
 - The fallback is sticky: after one failure the region always runs on torch (a failure that
   depends on the input layout would otherwise cost an exception on every such call).
 - ``torch.OutOfMemoryError`` is not a fault of the executor: it propagates unchanged, as in eager.
+- ``PartiallyWrittenError`` (a region that failed after writing inputs in place) propagates: a rerun
+  would read the written inputs.
 - ``KeyboardInterrupt`` and other ``BaseException``s are never caught.
 - If the torch program fails too, its error propagates, chained to the executor's.
 """
@@ -27,11 +29,17 @@ import torch
 
 from thunder.core.symbol import BoundSymbol
 
-__all__ = ["ExecutorFallbackWarning", "FusionFallback", "with_fallback"]
+__all__ = ["ExecutorFallbackWarning", "FusionFallback", "PartiallyWrittenError", "with_fallback"]
 
 
 class ExecutorFallbackWarning(RuntimeWarning):
     """A fusion region failed in its executor and runs on the torch executor from now on."""
+
+
+class PartiallyWrittenError(RuntimeError):
+    """A region failed after it had written some of its inputs in place (copy-backs taken into it,
+    ``transforms/fusion_copy_backs.py``): running it again on torch would read the new values, so
+    the error propagates instead of a fallback."""
 
 
 class FusionFallback:
@@ -63,7 +71,7 @@ class FusionFallback:
         if self.error is None:
             try:
                 return self.runner(*args)
-            except torch.OutOfMemoryError:
+            except (torch.OutOfMemoryError, PartiallyWrittenError):
                 raise
             except Exception as error:
                 self._fall_back(error)

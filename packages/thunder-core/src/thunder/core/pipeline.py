@@ -52,6 +52,7 @@ from thunder.core.transforms.early_updates import place_updates_early
 from thunder.core.transforms.fold_gated_linears import fold_gated_linears
 from thunder.core.transforms.fold_rms_norms import fold_rms_norms
 from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
+from thunder.core.transforms.fusion_copy_backs import copy_backs_into_fusions
 from thunder.core.transforms.group_linears import group_linears
 from thunder.core.transforms.inline_backward import ran_backward
 from thunder.core.transforms.lifetimes import insert_deletes
@@ -192,6 +193,7 @@ def compile_computation(
         )
     step("executors", functools.partial(claim_executors, executors=compile_data.executors))
     step("dce after executors", dce)
+    _transform_if_changed(traces, stats, stage_prefix + "copy-backs into fusions", copy_backs_into_fusions)
     step("lifetimes", insert_deletes)
     return traces
 

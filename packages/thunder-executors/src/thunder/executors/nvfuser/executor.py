@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from thunder.core.executor import FusionExecutor
+from thunder.core.fusion_fallback import PartiallyWrittenError, with_fallback
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.executors.nvfuser.translate import (
@@ -75,13 +76,27 @@ def _shared_definition(key: tuple, define: Callable[[], Any]) -> Any:
 
 
 class FusionStage:
-    """One fusion definition of a region, cached per input layout (and shared, see above)."""
+    """One fusion definition of a region, cached per input layout (and shared, see above).
 
-    def __init__(self, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]):
+    ``writes``: (value, input) pairs, from copy-backs taken into the region (``FusionRunner``): the
+    fusion writes each value into the input's memory, an output aliased to the input, where the
+    input is contiguous; elsewhere the values come back after the outputs and are copied in.
+    """
+
+    def __init__(
+        self,
+        region: list[BoundSymbol],
+        inputs: list[TensorProxy],
+        outputs: list[TensorProxy],
+        writes: Sequence[tuple[TensorProxy, TensorProxy]] = (),
+    ):
         self.region, self.inputs, self.outputs = region, inputs, outputs
-        self.structure = structure_key(region, inputs, outputs)
+        self.writes = list(writes)
+        self.structure = structure_key(region, inputs, outputs, [(v.name, d.name) for v, d in self.writes])
+        positions = {p.name: i for i, p in enumerate(inputs)}
+        self._destinations = [positions[d.name] for _, d in self.writes]
         self.definitions: dict[tuple, Any] = {}
-        self._by_raw_metadata: dict[tuple, tuple[Any, frozenset[int]]] = {}
+        self._by_raw_metadata: dict[tuple, tuple[Any, frozenset[int], bool]] = {}
         reshaped = {b.args[0].name for b in region if b.symbol.name == "reshape"}
         self._reshaped_inputs = [i for i, p in enumerate(inputs) if p.name in reshaped]
 
@@ -96,29 +111,48 @@ class FusionStage:
         found = self._by_raw_metadata.get(raw)
         if found is None:
             found = self._by_raw_metadata[raw] = self._definition_for(tensors)
-        fd, expanded = found
+        fd, expanded, aliased = found
+        given = tensors
         if expanded:
             tensors = [t.contiguous() if i in expanded else t for i, t in enumerate(tensors)]
-        return list(fd.execute(tensors))
+        results = list(fd.execute(tensors))
+        if self.writes:
+            if not aliased:  # the values came back after the outputs
+                count = len(self.outputs)
+                for position, value in zip(self._destinations, results[count:]):
+                    given[position].copy_(value)
+                del results[count:]
+            # a write outside torch: its version counter, which autograd checks saved tensors by
+            for position in self._destinations:
+                torch.autograd.graph.increment_version(given[position])
+        return results
 
-    def _definition_for(self, tensors: list[torch.Tensor]) -> tuple[Any, frozenset[int]]:
-        """The definition for these inputs, and which of them it reads materialized: an expanded
-        input that the region reshapes (nvFuser reshapes expansions wrongly, ``_reshapes_an_expansion``)."""
+    def _definition_for(self, tensors: list[torch.Tensor]) -> tuple[Any, frozenset[int], bool]:
+        """The definition for these inputs, which of them it reads materialized (an expanded input
+        that the region reshapes: nvFuser reshapes expansions wrongly, ``_reshapes_an_expansion``),
+        and whether it writes ``writes`` itself (every destination contiguous)."""
         expanded = frozenset(
             i
             for i in self._reshaped_inputs
             if any(stride == 0 and size > 1 for stride, size in zip(tensors[i].stride(), tensors[i].shape))
         )
+        aliased = all(tensors[i].is_contiguous() and i not in expanded for i in self._destinations)
         tensors = [t.contiguous() if i in expanded else t for i, t in enumerate(tensors)]
-        key = tuple(layout_key(t) for t in tensors)
+        key = tuple(layout_key(t) for t in tensors)  # ``aliased`` follows from it
         fd = self.definitions.get(key)
         if fd is None:
+            if aliased:
+                outputs, writes = self.outputs, [(v.name, d.name) for v, d in self.writes]
+                structure = self.structure
+            else:
+                outputs, writes = [*self.outputs, *(v for v, _ in self.writes)], []
+                structure = structure_key(self.region, self.inputs, outputs)
             fd = _shared_definition(
-                (self.structure, key),
-                lambda: define_fusion(nvfuser_module(), self.region, self.inputs, self.outputs, tensors),
+                (structure, key),
+                lambda: define_fusion(nvfuser_module(), self.region, self.inputs, outputs, tensors, writes),
             )
             self.definitions[key] = fd
-        return fd, expanded
+        return fd, expanded, aliased
 
 
 class ScalarStage:
@@ -159,23 +193,55 @@ class FusionRunner:
     A region is one stage, except that outputs computed from lower-rank inputs alone are computed
     by a first stage (see ``_side_outputs``) and that independent parts of a region are stages of
     their own (see ``_connected_groups``).
+
+    ``writes``: (value, input) pairs, the copy-backs taken into the region
+    (``transforms/fusion_copy_backs.py``). The stage that makes a value writes it into the input's
+    memory itself where that is safe (``_writes_in_place``); the others are copied in by torch after
+    the last stage, where the copy-back stood.
     """
 
-    def __init__(self, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]):
+    def __init__(
+        self,
+        region: list[BoundSymbol],
+        inputs: list[TensorProxy],
+        outputs: list[TensorProxy],
+        writes: Sequence[tuple[TensorProxy, TensorProxy]] = (),
+    ):
         self.region, self.inputs, self.outputs = region, inputs, outputs
-        self.stages = _stages(region, inputs, outputs)
+        self.writes = list(writes)
+        self.stages, self.copied = _stages(region, inputs, outputs, self.writes)
+        only = self.stages[0] if len(self.stages) == 1 else None
+        self._one_stage = (  # the common case, on every call: no bookkeeping by name
+            only is not None
+            and not self.copied
+            and [p.name for p in only.inputs] == [p.name for p in inputs]
+            and [p.name for p in only.outputs] == [p.name for p in outputs]
+        )
 
     @property
     def definitions(self) -> dict[tuple, Any]:
         return {key: fd for stage in self.stages for key, fd in stage.definitions.items()}
 
     def __call__(self, *tensors: torch.Tensor) -> tuple:
-        if len(self.stages) == 1:  # the common case, on every call: no bookkeeping by name
+        if self._one_stage:
             return tuple(self.stages[0](list(tensors)))
         values = {p.name: t for p, t in zip(self.inputs, tensors)}
+        wrote = False
         for stage in self.stages:
-            results = stage([values[p.name] for p in stage.inputs])
+            try:
+                results = stage([values[p.name] for p in stage.inputs])
+            except Exception as error:
+                if wrote:  # rerunning the region on torch would read inputs already written
+                    raise PartiallyWrittenError(
+                        f"an nvFuser stage failed after an earlier stage of its region had written "
+                        f"inputs in place ({', '.join(d.name for _, d in self.writes)}); the region "
+                        f"cannot be run again on torch: {type(error).__name__}: {error}"
+                    ) from error
+                raise
+            wrote = wrote or bool(getattr(stage, "writes", None))
             values.update((p.name, t) for p, t in zip(stage.outputs, results))
+        for value, destination in self.copied:
+            values[destination.name].copy_(values[value.name])
         return tuple(values[p.name] for p in self.outputs)
 
 
@@ -202,11 +268,65 @@ def _side_outputs(region: list[BoundSymbol], outputs: list[TensorProxy]) -> set[
     return {p.name for p in outputs if p.name not in wide}
 
 
-def _stages(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> list[Any]:
-    return [
-        ScalarStage(*group) if scalar else FusionStage(*group)
-        for group, scalar in _scalar_groups_merged(_stage_groups(region, inputs, outputs))
-    ]
+def _stages(
+    region: list[BoundSymbol],
+    inputs: list[TensorProxy],
+    outputs: list[TensorProxy],
+    writes: Sequence[tuple[TensorProxy, TensorProxy]] = (),
+) -> tuple[list[Any], list[tuple[TensorProxy, TensorProxy]]]:
+    """The region's stages, and the writes that no stage makes itself (copied after the last)."""
+    output_names = {p.name for p in outputs}
+    wanted = [*outputs, *(v for v, _ in writes if v.name not in output_names)]
+    groups = _scalar_groups_merged(_stage_groups(region, inputs, wanted))
+    read_after: list[set[str]] = [set() for _ in groups]  # names read by the stages after each one
+    for k in range(len(groups) - 2, -1, -1):
+        read_after[k] = read_after[k + 1] | {p.name for p in groups[k + 1][0][1]}
+    stages: list[Any] = []
+    written: set[int] = set()
+    for k, ((symbols, group_inputs, group_outputs), scalar) in enumerate(groups):
+        made = {p.name for p in group_outputs}
+        own = [
+            (i, (value, destination))
+            for i, (value, destination) in enumerate(writes)
+            if not scalar
+            and value.name in made
+            and destination.name not in read_after[k]
+            and _writes_in_place(symbols, destination)
+        ]
+        if not own:
+            stage = ScalarStage if scalar else FusionStage
+            stages.append(stage(symbols, group_inputs, group_outputs))
+            continue
+        written.update(i for i, _ in own)
+        values = {value.name for _, (value, _) in own}
+        needed = output_names | read_after[k]
+        kept = [p for p in group_outputs if p.name not in values or p.name in needed]
+        known = {p.name for p in group_inputs}
+        extra = [d for _, (_, d) in own if d.name not in known]
+        stages.append(FusionStage(symbols, [*group_inputs, *extra], kept, [w for _, w in own]))
+    return stages, [w for i, w in enumerate(writes) if i not in written]
+
+
+def _writes_in_place(region: list[BoundSymbol], destination: TensorProxy) -> bool:
+    """Whether one kernel may write ``destination`` while it reads it.
+
+    Every value the region makes from it is made elementwise (each element from the same element of
+    the input: no reduction, broadcast or change of shape reads it), and the region holds elementwise
+    ops and broadcasts alone, which nvFuser schedules as one pointwise kernel: a region of several
+    kernels could read the input in a kernel after the one that writes it.
+    """
+    if any(b.symbol.name not in _POINTWISE and b.symbol.name != "broadcast_in_dim" for b in region):
+        return False
+    derived = {destination.name}
+    for b in region:
+        if any(p.name in derived for p in b.proxy_args()):
+            if b.symbol.name not in _POINTWISE:
+                return False
+            derived.update(p.name for p in b.proxy_outputs())
+    return True
+
+
+_POINTWISE = frozenset({*ELEMENTWISE, "convert_element_type"})
 
 
 def _scalar_groups_merged(groups: list[Group]) -> list[tuple[Group, bool]]:
@@ -470,6 +590,30 @@ class NvFuserExecutor(FusionExecutor):
         name = f"nvFusion{index}"
         symbol = Symbol(name=name, id=f"{self.name}.{name}", meta=None, fn=runner, executor=self)
         return BoundSymbol(symbol, tuple(inputs), {}, tuple(region_outputs), tuple(region))
+
+    writes_inputs = True
+
+    def write_inputs(
+        self, region: BoundSymbol, copies: Sequence[BoundSymbol], outputs: set[str]
+    ) -> BoundSymbol | None:
+        """``region`` writing the values of ``copies`` into their inputs (``FusionRunner``'s writes);
+        the copies stay among its subsymbols, where the printed trace shows them and the torch
+        fallback runs them. None for a region this class did not make (a subclass's own runner)."""
+        runner = region.symbol.fn
+        runner = getattr(runner, "runner", runner)  # under its FusionFallback
+        if not isinstance(runner, FusionRunner):
+            return None
+        writes = [(c.args[1], c.args[0]) for c in copies]
+        known = {p.name for p in runner.inputs}
+        inputs = [*runner.inputs, *(d for _, d in writes if d.name not in known)]
+        region_outputs = [p for p in runner.outputs if p.name in outputs]
+        fn = FusionRunner(runner.region, inputs, region_outputs, writes)
+        symbol = Symbol(
+            name=region.symbol.name, id=region.symbol.id, meta=None, fn=fn, executor=self,
+            tags=frozenset({"side_effect"}),
+        )  # fmt: skip
+        written = BoundSymbol(symbol, tuple(inputs), {}, tuple(region_outputs), (*runner.region, *copies))
+        return with_fallback(written, self.name)
 
 
 executor = NvFuserExecutor("nvfuser")

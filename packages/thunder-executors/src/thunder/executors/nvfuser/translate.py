@@ -6,6 +6,7 @@ and may return float32: every result is cast back to the dtype its prim says, as
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -56,8 +57,14 @@ def layout_key(tensor: torch.Tensor) -> tuple:
     return (tensor.dtype, sizes, order, tuple(reversed(contiguity)), tensor.device)
 
 
-def structure_key(region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]) -> tuple:
-    """What a definition depends on in the trace: each prim, its arguments and the dtypes it makes.
+def structure_key(
+    region: list[BoundSymbol],
+    inputs: list[TensorProxy],
+    outputs: list[TensorProxy],
+    writes: Sequence[tuple[str, str]] = (),
+) -> tuple:
+    """What a definition depends on in the trace: each prim, its arguments and the dtypes it makes,
+    and which values it writes into which inputs (``writes``, as ``define_fusion`` takes them).
 
     Proxies are numbered by first appearance, so the regions of two layers of one model (same
     prims, other names) share a key, and with equal input layouts one compiled definition.
@@ -80,7 +87,8 @@ def structure_key(region: list[BoundSymbol], inputs: list[TensorProxy], outputs:
         for p in produced:
             numbers.setdefault(p.name, len(numbers))
         prims.append((b.symbol.name, arguments, tuple((numbers[p.name], repr(p.dtype)) for p in produced)))
-    return tuple(prims), tuple(numbers[p.name] for p in outputs)
+    written = tuple((numbers[value], numbers[destination]) for value, destination in writes)
+    return tuple(prims), tuple(numbers[p.name] for p in outputs), written
 
 
 class _Definer:
@@ -193,8 +201,12 @@ def _dtype_of(value: Any) -> Any:
 
 
 def define_fusion(nvf: Any, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy],
-                  tensors: list[torch.Tensor]) -> Any:  # fmt: skip
-    """A ``FusionDefinition`` of ``region`` for inputs laid out as ``tensors``."""
+                  tensors: list[torch.Tensor], writes: Sequence[tuple[str, str]] = ()) -> Any:  # fmt: skip
+    """A ``FusionDefinition`` of ``region`` for inputs laid out as ``tensors``.
+
+    ``writes``: (value, input) names; the fusion writes the value into that input's memory (an
+    output aliased to the input, which ``execute`` does not return) after ``outputs``.
+    """
     with nvf.FusionDefinition() as fd:
         definer = _Definer(nvf, fd)
         for proxy, tensor in zip(inputs, tensors):
@@ -203,4 +215,6 @@ def define_fusion(nvf: Any, region: list[BoundSymbol], inputs: list[TensorProxy]
             definer.define(b)
         for proxy in outputs:
             fd.add_output(definer.env[proxy.name])
+        for value, destination in writes:
+            fd.add_output(definer.env[value], alias_input=definer.env[destination])
     return fd

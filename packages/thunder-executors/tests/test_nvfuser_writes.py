@@ -1,0 +1,161 @@
+"""Copy-backs taken into nvFuser regions (``transforms/fusion_copy_backs.py``): the region that makes an
+input's new value writes it there, through an output aliased to the input.
+
+On a CUDA machine with nvFuser these run nvFuser's kernels. On the CPU the regions are built by the
+same rules (nvFuser's claims without its device check) and, nvFuser being absent, run on the torch
+fallback, which runs the copies among the region's subsymbols: the plans are checked, and the values
+against eager's either way.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import thunder
+from thunder.core.cuda_graphs import mutated_inputs
+from thunder.core.fusion_fallback import ExecutorFallbackWarning
+from thunder.core.symbol import BoundSymbol
+from thunder.executors.nvfuser.executor import FusionRunner, FusionStage, NvFuserExecutor
+
+
+class AnyDeviceNvFuser(NvFuserExecutor):
+    """nvFuser's claims without its CUDA-only check; its regions fall back to torch on the CPU."""
+
+    def can_fuse(self, bound_symbol: BoundSymbol) -> bool:
+        return self.fuses_on_any_device(bound_symbol)
+
+    def is_available(self) -> tuple[bool, str]:
+        return True, ""
+
+
+ON_GPU = torch.cuda.is_available() and NvFuserExecutor("probe").is_available()[0]
+DEVICE = "cuda" if ON_GPU else "cpu"
+
+
+def _jit(fn: Callable) -> Callable:
+    fuser = "nvfuser" if ON_GPU else AnyDeviceNvFuser("nvfuser_on_cpu")
+    return thunder.jit(fn, executors=[fuser, "torch"])
+
+
+def _call(jitted: Callable, *args: object) -> object:
+    with warnings.catch_warnings():  # on the CPU every region falls back, as expected there
+        warnings.simplefilter("ignore", ExecutorFallbackWarning)
+        return jitted(*args)
+
+
+def _runners(jitted: Callable) -> list[tuple[BoundSymbol, FusionRunner]]:
+    trace = thunder.last_traces(jitted)[-1]
+    found = []
+    for b in trace.bound_symbols:
+        runner = getattr(b.symbol.fn, "runner", b.symbol.fn)
+        if isinstance(runner, FusionRunner):
+            found.append((b, runner))
+    return found
+
+
+def _top_level_copies(jitted: Callable) -> list[BoundSymbol]:
+    return [b for b in thunder.last_traces(jitted)[-1].bound_symbols if b.symbol.id == "inplace.copy_"]
+
+
+def _training_step(net: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Callable:
+    def step(x: torch.Tensor) -> torch.Tensor:
+        optimizer.zero_grad(set_to_none=True)
+        loss = net(x).square().mean()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+@pytest.mark.parametrize("optimizer", ["AdamW", "SGD"])
+def test_the_whole_steps_updates_are_written_by_their_regions(optimizer: str) -> None:
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to(DEVICE)
+    reference = copy.deepcopy(net)
+    options = {"lr": 1e-2, "momentum": 0.9} if optimizer == "SGD" else {"lr": 1e-2}
+    make = getattr(torch.optim, optimizer)
+    jitted = _jit(_training_step(net, make(net.parameters(), **options)))
+    eager = _training_step(reference, make(reference.parameters(), **options))
+    for _ in range(4):
+        x = torch.randn(4, 8, device=DEVICE)
+        torch.testing.assert_close(_call(jitted, x), eager(x))
+    for p, q in zip(net.parameters(), reference.parameters()):
+        torch.testing.assert_close(p, q)
+    trace = thunder.last_traces(jitted)[-1]
+    made_by_regions = {p.name for b, _ in _runners(jitted) for p in b.proxy_outputs()}
+    made_by_regions |= {p.name for b, _ in _runners(jitted) for s in b.subsymbols for p in s.proxy_outputs()}
+    # SGD's parameter update reads the learning rate as a number, which no nvFuser region takes
+    assert not any(c.args[1].name in made_by_regions for c in _top_level_copies(jitted))
+    if optimizer == "AdamW":
+        assert not _top_level_copies(jitted)
+    written = {trace.args[i].name for i in mutated_inputs(trace)}
+    parameters = {a.name for a in trace.args if a.name.startswith("param") and a.name.count("_") == 1}
+    assert parameters and parameters <= written, "cuda_graphs would not capture the parameters in place"
+    # the weights' updates (no reduction beside them) are written by their kernel, not copied
+    stages = [s for _, r in _runners(jitted) for s in r.stages if isinstance(s, FusionStage)]
+    aliased = {d.name for s in stages for _, d in s.writes}
+    assert aliased and (optimizer == "SGD" or aliased & parameters)
+
+
+def read_between(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``x * 2`` is fused; the matmul reads the old ``x`` after it; then ``x`` is written."""
+    doubled = x * 2 + 1
+    product = x @ w
+    x.copy_(doubled)
+    return product
+
+
+def test_a_copy_is_not_taken_past_a_later_read_of_the_old_value() -> None:
+    x, w = torch.randn(4, 4, device=DEVICE), torch.randn(4, 4, device=DEVICE)
+    jitted = _jit(read_between)
+    x1, x2 = x.clone(), x.clone()
+    torch.testing.assert_close(_call(jitted, x1, w), read_between(x2, w))
+    torch.testing.assert_close(x1, x2)
+    for _, runner in _runners(jitted):
+        assert not runner.writes
+    assert len(_top_level_copies(jitted)) == 1
+
+
+def scaled_by_its_sum(x: torch.Tensor) -> torch.Tensor:
+    """The new value reads every element of the old one (a reduction): no kernel may write it while
+    reading it; the region copies at its end."""
+    x.copy_(x / x.sum() + x.exp())
+    return x.amax()
+
+
+def test_a_value_made_beside_a_reduction_of_its_input_is_copied_at_the_regions_end() -> None:
+    x = torch.randn(64, device=DEVICE)
+    jitted = _jit(scaled_by_its_sum)
+    for _ in range(2):
+        x1, x2 = x.clone(), x.clone()
+        torch.testing.assert_close(_call(jitted, x1), scaled_by_its_sum(x2))
+        torch.testing.assert_close(x1, x2)
+    writers = [r for _, r in _runners(jitted) if r.writes]
+    assert writers and all(not s.writes for r in writers for s in r.stages if isinstance(s, FusionStage))
+    assert any(r.copied for r in writers)
+
+
+def counter(step: torch.Tensor, p: torch.Tensor, g: torch.Tensor) -> None:
+    step.add_(1)
+    p.mul_(0.5).add_(g / step)
+
+
+def test_a_counter_and_an_update_are_written_in_place_and_equal_eagers() -> None:
+    step, p, g = (
+        torch.tensor(3.0, device=DEVICE),
+        torch.randn(32, device=DEVICE),
+        torch.randn(32, device=DEVICE),
+    )
+    jitted = _jit(counter)
+    states = [(step.clone(), p.clone()), (step.clone(), p.clone())]
+    for _ in range(3):
+        _call(jitted, states[0][0], states[0][1], g)
+        counter(states[1][0], states[1][1], g)
+        torch.testing.assert_close(states[0], states[1])
+    assert not _top_level_copies(jitted)
