@@ -95,13 +95,19 @@ def test_fills_are_not_shared_and_match_eager() -> None:
 
 def _fusion_structures(trace) -> set:
     """The (structure, input shapes) of nvFuser's stages in ``trace``: the definitions nvFuser compiles."""
-    from thunder.executors.nvfuser.executor import _stages
+    from thunder.executors.nvfuser.executor import FusionStage, _stages
 
     structures = set()
     for bound in trace.bound_symbols:
         if bound.symbol.name.startswith("nvFusion"):
-            outputs = list(bound.output) if isinstance(bound.output, tuple) else [bound.output]
-            for stage in _stages(list(bound.subsymbols), list(bound.args), outputs):
+            runner = getattr(bound.symbol.fn, "runner", bound.symbol.fn)  # under its FusionFallback
+            stages = getattr(runner, "stages", None)  # nvFuser's own regions (CUDA); the CPU's claims:
+            if stages is None:
+                outputs = list(bound.output) if isinstance(bound.output, tuple) else [bound.output]
+                stages, _ = _stages(list(bound.subsymbols), list(bound.args), outputs)
+            for stage in stages:
+                if not isinstance(stage, FusionStage):  # a ScalarStage compiles nothing
+                    continue
                 structures.add((stage.structure, tuple((tuple(p.shape), str(p.dtype)) for p in stage.inputs)))
     return structures
 
