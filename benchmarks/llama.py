@@ -51,7 +51,10 @@ class LlamaBlock(torch.nn.Module):
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         batch, seq, d = x.shape
         h = self.attention_norm(x)
-        q, k, v = (w(h).view(batch, seq, self.heads, d // self.heads).transpose(1, 2) for w in (self.wq, self.wk, self.wv))
+        q, k, v = (
+            w(h).view(batch, seq, self.heads, d // self.heads).transpose(1, 2)
+            for w in (self.wq, self.wk, self.wv)
+        )
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.wo(y.transpose(1, 2).reshape(batch, seq, d))

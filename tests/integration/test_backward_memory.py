@@ -23,7 +23,6 @@ def _chain(x: torch.Tensor) -> torch.Tensor:
     return x.sum()
 
 
-
 def test_saved_intermediates_are_freed_before_the_backward_returns():
     jitted = thunder.jit(_chain)
     x = torch.randn(32, 32, requires_grad=True)
@@ -35,7 +34,11 @@ def test_saved_intermediates_are_freed_before_the_backward_returns():
     alive_when_returning: list[int] = []
 
     def probe(frame, event, arg):  # noqa: ANN001, ANN202 -- sys.setprofile's signature
-        if event == "return" and frame.f_code.co_name == "backward" and frame.f_code.co_filename.startswith("thunder."):
+        if (
+            event == "return"
+            and frame.f_code.co_name == "backward"
+            and frame.f_code.co_filename.startswith("thunder.")
+        ):
             alive_when_returning.append(sum(ref() is not None for ref in refs))
 
     sys.setprofile(probe)
@@ -74,10 +77,14 @@ def test_an_input_changed_in_place_before_the_backward_raises_as_in_eager():
             total.backward()
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: peak memory is measured by the CUDA allocator")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs CUDA: peak memory is measured by the CUDA allocator"
+)
 def test_backward_peak_memory_is_no_higher_than_eager():
     torch.manual_seed(0)
-    layers = torch.nn.Sequential(*(torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.GELU()) for _ in range(8))).cuda()
+    layers = torch.nn.Sequential(
+        *(torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.GELU()) for _ in range(8))
+    ).cuda()
     x = torch.randn(4096, 1024, device="cuda")
     peaks = {}
     for name, run in (("eager", layers), ("thunder", thunder.jit(layers))):
@@ -91,7 +98,9 @@ def test_backward_peak_memory_is_no_higher_than_eager():
             torch.cuda.synchronize()
             peaks[name] = torch.cuda.max_memory_allocated() - before
             del loss
-    print(f"backward peak above its start: eager {peaks['eager'] / 2**20:.1f} MiB, thunder {peaks['thunder'] / 2**20:.1f} MiB")
+    print(
+        f"backward peak above its start: eager {peaks['eager'] / 2**20:.1f} MiB, thunder {peaks['thunder'] / 2**20:.1f} MiB"
+    )
     assert peaks["thunder"] <= peaks["eager"] * 1.05
 
 
@@ -110,6 +119,8 @@ def test_recomputed_forward_ops_sit_just_before_their_first_use():
         if not recomputed[index]:
             continue
         names = {p.name for p in bound_symbol.proxy_outputs()}
-        first_use = next(j for j in range(index + 1, len(symbols)) if names & {p.name for p in symbols[j].proxy_args()})
+        first_use = next(
+            j for j in range(index + 1, len(symbols)) if names & {p.name for p in symbols[j].proxy_args()}
+        )
         # only other recomputations (for the same consumer) stand between an op and its first use
         assert all(recomputed[j] for j in range(index + 1, first_use)), str(backward)

@@ -34,7 +34,9 @@ def masked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 def grouped_and_masked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     b, heads, s, d = k.shape
     groups = q.shape[1] // heads
-    k, v = (t[:, :, None, :, :].expand(b, heads, groups, s, d).reshape(b, heads * groups, s, d) for t in (k, v))
+    k, v = (
+        t[:, :, None, :, :].expand(b, heads, groups, s, d).reshape(b, heads * groups, s, d) for t in (k, v)
+    )
     return F.scaled_dot_product_attention(q, k, v, attn_mask=_causal_mask(s))
 
 
@@ -81,7 +83,9 @@ def test_a_constant_mask_that_is_not_causal_is_left_alone() -> None:
 
 
 def test_hf_llama_attention_runs_causal_on_grouped_heads() -> None:
-    transformers = pytest.importorskip("transformers", reason="transformers is not installed (the `test` extra has it)")
+    transformers = pytest.importorskip(
+        "transformers", reason="transformers is not installed (the `test` extra has it)"
+    )
     config = transformers.LlamaConfig(
         vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=64, attn_implementation="sdpa",
@@ -110,5 +114,9 @@ def test_without_gradients_the_replaced_call_runs_too() -> None:
     with torch.no_grad():
         torch.testing.assert_close(jitted(*inputs), grouped_and_masked(*inputs))
     (call,) = _attention_calls(jitted)  # torch's own SDPA, called causal on the grouped heads
-    assert call.kwargs["is_causal"] is True and call.kwargs["enable_gqa"] is True and "attn_mask" not in call.kwargs
+    assert (
+        call.kwargs["is_causal"] is True
+        and call.kwargs["enable_gqa"] is True
+        and "attn_mask" not in call.kwargs
+    )
     assert call.args[1].shape[1] == 2

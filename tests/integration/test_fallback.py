@@ -38,7 +38,10 @@ def test_fallback_gradient_comes_from_pytorch_autograd() -> None:
     torch.testing.assert_close(x.grad, expected_x.grad)
     torch.testing.assert_close(w.grad, expected_w.grad)
     backward = str(thunder.last_backward_traces(jitted)[-1])
-    assert "fallback.torch__C__linalg_linalg_pinv_vjp(" in backward and "fallback.torch_matrix_exp_vjp(" in backward
+    assert (
+        "fallback.torch__C__linalg_linalg_pinv_vjp(" in backward
+        and "fallback.torch_matrix_exp_vjp(" in backward
+    )
 
 
 def test_fallback_off_makes_a_missing_op_an_error() -> None:

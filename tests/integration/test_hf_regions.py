@@ -43,14 +43,20 @@ class NvFuserClaimsOnCpu(NvFuserExecutor):
     def can_fuse(self, bound_symbol: BoundSymbol) -> bool:
         return self.fuses_on_any_device(bound_symbol)
 
-    def fuse(self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None) -> BoundSymbol:
+    def fuse(
+        self, region: list[BoundSymbol], index: int, outputs: Iterable[str] | None = None
+    ) -> BoundSymbol:
         fused = super().fuse(region, index, outputs)
         self.regions += 1
-        program = operator_callable(f"{fused.symbol.name}_on_torch", fused.args, fused.subsymbols, fused.output)
+        program = operator_callable(
+            f"{fused.symbol.name}_on_torch", fused.args, fused.subsymbols, fused.output
+        )
         return dataclasses.replace(fused, symbol=dataclasses.replace(fused.symbol, fn=program))
 
 
-def _loss_and_grads(model: torch.nn.Module, inputs: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def _loss_and_grads(
+    model: torch.nn.Module, inputs: dict[str, Any]
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     model.zero_grad(set_to_none=True)
     loss = model(**inputs).loss
     loss.backward()

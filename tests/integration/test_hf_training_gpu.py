@@ -17,7 +17,9 @@ import torch
 
 import thunder
 
-transformers = pytest.importorskip("transformers", reason="transformers is not installed (the `test` extra has it)")
+transformers = pytest.importorskip(
+    "transformers", reason="transformers is not installed (the `test` extra has it)"
+)
 
 pytestmark = [
     pytest.mark.gpu,
@@ -56,7 +58,9 @@ def build(name: str, dtype: torch.dtype) -> torch.nn.Module:
 
 
 def _ids() -> torch.Tensor:
-    return torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+    return torch.randint(
+        0, VOCAB, (BATCH, SEQ), device="cuda", generator=torch.Generator("cuda").manual_seed(1)
+    )
 
 
 def _regions(jitted: Any) -> list[str]:

@@ -34,7 +34,9 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class Head(torch.nn.Module):
-    def __init__(self, *, bias: bool = False, upcast: bool = True, flatten: bool = True, **loss_options: object):
+    def __init__(
+        self, *, bias: bool = False, upcast: bool = True, flatten: bool = True, **loss_options: object
+    ):
         super().__init__()
         self.head = torch.nn.Linear(FEATURES, CLASSES, bias=bias)
         self.upcast, self.flatten, self.loss_options = upcast, flatten, loss_options
@@ -48,7 +50,9 @@ class Head(torch.nn.Module):
         return F.cross_entropy(logits, targets, **self.loss_options)
 
 
-def _inputs(dtype: torch.dtype, flatten: bool, *, ignore_index: int = -100) -> tuple[torch.Tensor, torch.Tensor]:
+def _inputs(
+    dtype: torch.dtype, flatten: bool, *, ignore_index: int = -100
+) -> tuple[torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(2, ROWS // 2, FEATURES, generator=generator).to(dtype)
     targets = torch.randint(0, CLASSES, (2, ROWS // 2), generator=generator)
@@ -237,7 +241,9 @@ def test_rewrite_prints_in_the_trace() -> None:
     jitted(x, targets)
     traces = thunder.last_traces(jitted)
     fused = next(t for t in traces if t.header.startswith("Fused linear + cross entropy"))
-    code = [line for line in str(fused).splitlines() if not line.lstrip().startswith("#")]  # subsymbols are comments
+    code = [
+        line for line in str(fused).splitlines() if not line.lstrip().startswith("#")
+    ]  # subsymbols are comments
     assert any("ltorch.linear_cross_entropy_with_grads(" in line for line in code)
     assert not any("ltorch.linear(" in line or "ltorch.cross_entropy(" in line for line in code)
     assert "fuse linear cross entropy" in thunder.compile_stats(jitted).last_stage_seconds

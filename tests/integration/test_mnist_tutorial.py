@@ -97,7 +97,9 @@ def test_mnist_tutorial_program_trains_through_thunder() -> None:
     fwd_traces, bwd_traces = thunder.last_traces(compiled_train_net)
     eval_traces = thunder.last_traces(compiled_eval_net)
     forward, backward, evaluation = str(fwd_traces[-1]), str(bwd_traces[-1]), str(eval_traces[-1])
-    assert forward.count("linear(") == 5 and "native_dropout" in forward  # returns the mask, saved for the backward
+    assert (
+        forward.count("linear(") == 5 and "native_dropout" in forward
+    )  # returns the mask, saved for the backward
     assert "def backward(" in backward and backward.count("matmul(") >= 5
     assert "@torch.no_grad()" in evaluation and "dropout" not in evaluation
     for trace in (fwd_traces[-1], bwd_traces[-1], eval_traces[-1]):

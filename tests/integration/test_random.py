@@ -32,7 +32,9 @@ def _same_numbers(fn: Callable, *args: Any, seed: int | None = 1234, calls: int 
     ours = [jfn(*args) for _ in range(calls)]
     for expected, actual in zip(eager, ours):
         torch.testing.assert_close(actual, expected)
-    assert torch.equal(torch.get_rng_state(), eager_state), "the default generator did not advance as in eager"
+    assert torch.equal(torch.get_rng_state(), eager_state), (
+        "the default generator did not advance as in eager"
+    )
     if calls > 1 and seed is not None and "manual_seed" not in str(thunder.last_traces(jfn)[-1]):
         flat = [x if isinstance(x, tuple) else (x,) for x in ours]
         replayed = all(torch.equal(a, b) for later in flat[1:] for a, b in zip(flat[0], later))
@@ -239,7 +241,9 @@ def test_dropout_backward_reads_the_forward_mask_and_draws_nothing() -> None:
 
 def test_module_with_dropout_trains_like_eager() -> None:
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(16, 2))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(16, 2)
+    )
     jmodel = thunder.jit(model)
     x = torch.randn(4, 8)
     for step in range(CALLS):
@@ -279,5 +283,7 @@ def test_seed_stays_between_the_draws_it_separates() -> None:
     jf = thunder.jit(f)
     jf(torch.randn(4))
     lines = str(thunder.last_traces(jf)[-1]).splitlines()
-    position = {key: next(i for i, line in enumerate(lines) if key in line) for key in ("dropout(", "seed(", "rand(")}
+    position = {
+        key: next(i for i, line in enumerate(lines) if key in line) for key in ("dropout(", "seed(", "rand(")
+    }
     assert position["dropout("] < position["seed("] < position["rand("]

@@ -173,7 +173,9 @@ class _ViewFusingExecutor(PythonFusionExecutor):
     """Also claims shape prims, as nvFuser and Triton do."""
 
     def can_fuse(self, bound_symbol) -> bool:
-        return super().can_fuse(bound_symbol) or ("shape" in bound_symbol.symbol.tags and bound_symbol.symbol.is_leaf)
+        return super().can_fuse(bound_symbol) or (
+            "shape" in bound_symbol.symbol.tags and bound_symbol.symbol.is_leaf
+        )
 
 
 def test_views_whose_results_only_leave_a_region_run_outside_it() -> None:
@@ -203,8 +205,12 @@ def test_a_reshape_of_a_transpose_stays_in_its_region() -> None:
     jitted = _jit(fn, [fuser, make_prims_executor()])
     with pytest.warns(ExecutorFallbackWarning):  # the test fuser runs elementwise prims only
         result = jitted(a, w)
-    torch.testing.assert_close(result, torch.nn.functional.linear(torch.sin(a).transpose(0, 1).reshape(3, 8), w))
-    assert [[b.symbol.name for b in region] for region in fuser.fused_regions] == [["sin", "transpose", "reshape"]]
+    torch.testing.assert_close(
+        result, torch.nn.functional.linear(torch.sin(a).transpose(0, 1).reshape(3, 8), w)
+    )
+    assert [[b.symbol.name for b in region] for region in fuser.fused_regions] == [
+        ["sin", "transpose", "reshape"]
+    ]
 
 
 def test_views_read_inside_their_region_stay_in_it() -> None:
@@ -308,5 +314,7 @@ def test_a_merging_reshape_of_a_region_input_stays_in_the_region() -> None:
     jitted = _jit(fn, [fuser, make_prims_executor()])
     with pytest.warns(ExecutorFallbackWarning):  # the test fuser runs elementwise prims only
         result = jitted(a, w)
-    torch.testing.assert_close(result, torch.sin(torch.nn.functional.linear(a, w).transpose(0, 1).reshape(3, 10)))
+    torch.testing.assert_close(
+        result, torch.sin(torch.nn.functional.linear(a, w).transpose(0, 1).reshape(3, 10))
+    )
     assert [[b.symbol.name for b in region] for region in fuser.fused_regions] == [["reshape", "sin"]]

@@ -90,7 +90,9 @@ def test_rotary_embedding_is_one_region_forward_and_backward() -> None:
     jitted(x, cos, sin).sum().backward()
     for trace in (thunder.last_traces(jitted)[-1], thunder.last_backward_traces(jitted)[-1]):
         called = [b.symbol.name for b in trace.bound_symbols if b.symbol.name not in ("del", "return")]
-        assert called.count("nvFusion0") == 1 and not any(name.startswith("nvFusion1") for name in called), str(trace)
+        assert called.count("nvFusion0") == 1 and not any(name.startswith("nvFusion1") for name in called), (
+            str(trace)
+        )
         assert not {"slice_prim", "cat", "pad"} & set(called), str(trace)
 
 
@@ -132,7 +134,9 @@ def test_low_rank_outputs_beside_a_softmax_are_exact_whatever_memory_held() -> N
     mask = torch.ones(16, 16, dtype=torch.bool, device=DEVICE).tril()
     expected = masked_softmax(scores, mask)
     for _ in range(5):
-        junk = [torch.full((n,), float("nan"), device=DEVICE) for n in (64, 256, 1024, 4096) for _ in range(8)]
+        junk = [
+            torch.full((n,), float("nan"), device=DEVICE) for n in (64, 256, 1024, 4096) for _ in range(8)
+        ]
         del junk
         probabilities, hidden = jfn(scores, mask)
         assert torch.equal(hidden, expected[1])

@@ -18,7 +18,17 @@ from thunder.executors.nvfuser.translate import _inserted_ones, define_fusion
 from test_nvfuser_regions import _runners
 
 _HALF = {"BFloat16", "Half"}
-_SAME_DTYPE = {"broadcast", "broadcast_in_dim", "reshape", "permute", "slice", "pad", "cat", "squeeze", "expand"}
+_SAME_DTYPE = {
+    "broadcast",
+    "broadcast_in_dim",
+    "reshape",
+    "permute",
+    "slice",
+    "pad",
+    "cat",
+    "squeeze",
+    "expand",
+}
 
 
 class Value:
@@ -75,7 +85,9 @@ class RecordingDefinition:
         self.outputs.append(value)
 
 
-_DATA_TYPES = SimpleNamespace(**{n: n for n in ("Float", "Half", "BFloat16", "Double", "Int32", "Int", "Bool")})
+_DATA_TYPES = SimpleNamespace(
+    **{n: n for n in ("Float", "Half", "BFloat16", "Double", "Int32", "Int", "Bool")}
+)
 recording_nvfuser = SimpleNamespace(FusionDefinition=RecordingDefinition, DataType=_DATA_TYPES)
 
 

@@ -28,7 +28,9 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 def _executor(name: str) -> str:
     if name == "triton" and importlib.util.find_spec("triton") is None:
         pytest.skip("triton is not installed (pip install 'thunder[triton]')")
-    if name == "nvfuser" and (not torch.cuda.is_available() or importlib.util.find_spec("nvfuser_direct") is None):
+    if name == "nvfuser" and (
+        not torch.cuda.is_available() or importlib.util.find_spec("nvfuser_direct") is None
+    ):
         pytest.skip("nvFuser needs CUDA and nvfuser_direct")
     return name
 
@@ -50,7 +52,9 @@ def test_draws_keep_their_order_around_regions_and_match_eager(executor: str) ->
         torch.manual_seed(seed)
         torch.testing.assert_close(jfn(x), expected)
     lines = str(thunder.last_traces(jfn)[-1]).splitlines()
-    first = {key: next(i for i, line in enumerate(lines) if key in line) for key in ("dropout(", "seed(", "rand(")}
+    first = {
+        key: next(i for i, line in enumerate(lines) if key in line) for key in ("dropout(", "seed(", "rand(")
+    }
     assert first["dropout("] < first["seed("] < first["rand("]
 
 

@@ -92,7 +92,9 @@ def test_grouped_query_attention_kernels(backend: str) -> None:
 
     chosen = SDPBackend.CUDNN_ATTENTION if backend == "cudnn" else SDPBackend.FLASH_ATTENTION
     q = torch.randn(2, 16, 256, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    k, v = (torch.randn(2, 2, 256, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+    k, v = (
+        torch.randn(2, 2, 256, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2)
+    )
 
     def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)

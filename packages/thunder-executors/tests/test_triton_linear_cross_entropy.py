@@ -58,12 +58,16 @@ def test_loss_only_leaves_the_logits() -> None:
     logits = torch.randn(4, 10, device=DEVICE)
     target = torch.tensor([1, -100, 3, 9], device=DEVICE)
     before = logits.clone()
-    losses = triton_cross_entropy_loss_and_gradient_(logits, target, torch.ones((), device=DEVICE), -100, gradient=False)
+    losses = triton_cross_entropy_loss_and_gradient_(
+        logits, target, torch.ones((), device=DEVICE), -100, gradient=False
+    )
     torch.testing.assert_close(losses, F.cross_entropy(before, target, reduction="none"))
     assert torch.equal(logits, before)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="the fused operator picks the Triton kernel on CUDA only")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="the fused operator picks the Triton kernel on CUDA only"
+)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_fused_operator_on_cuda(dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(linear_cross_entropy, "CHUNK_BYTES", 3 * 4 * 37)

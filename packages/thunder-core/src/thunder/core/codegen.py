@@ -195,7 +195,9 @@ class _Printer:
 
     def bound_symbol(self, bound_symbol: BoundSymbol) -> list[str]:
         printer = bound_symbol.symbol.printer
-        if bound_symbol.symbol.id == "thunder.return":  # its value may need this trace's imports and constants
+        if (
+            bound_symbol.symbol.id == "thunder.return"
+        ):  # its value may need this trace's imports and constants
             return [f"return {self.value(bound_symbol.args[0])}"]
         lines = printer(bound_symbol) if printer is not None else [self.call(bound_symbol)]
         comments = _Printer()  # subsymbols are comments: their imports and constants are not needed

@@ -144,7 +144,9 @@ class OperatorExecutor(Executor):
         """
         if (operator is None) == (execution_transform is None):
             raise ValueError("give exactly one of an operator and an execution_transform")
-        self.implementations[symbol.id] = Implementation(operator, checker, execution_transform, defers_to_fusion)
+        self.implementations[symbol.id] = Implementation(
+            operator, checker, execution_transform, defers_to_fusion
+        )
 
     def defers_to_fusion(self, bound_symbol: BoundSymbol) -> bool:
         implementation = self.implementations.get(bound_symbol.symbol.id)

@@ -36,7 +36,9 @@ _vjp_rules: dict[str, Callable] = {}
 _applies: dict[str, Callable[..., bool]] = {}
 
 
-def register_vjp(*symbols: Symbol, applies: Callable[..., bool] | None = None) -> Callable[[Callable], Callable]:
+def register_vjp(
+    *symbols: Symbol, applies: Callable[..., bool] | None = None
+) -> Callable[[Callable], Callable]:
     """Register the decorated function as the gradient rule of each of ``symbols`` (for the calls
     whose arguments satisfy ``applies``, when it is given)."""
 

@@ -141,7 +141,9 @@ def _describe_key(key: Any) -> str:
     """A key as a message shows it: a tensor key (``optimizer.state[p]``) by its kind and shape, not its
     values (printing a parameter's values took 11 ms, once per parameter of a traced optimizer step)."""
     shape = getattr(key, "shape", None)
-    if shape is not None and hasattr(key, "dtype"):  # a tensor (the interpreter uses this module without torch)
+    if shape is not None and hasattr(
+        key, "dtype"
+    ):  # a tensor (the interpreter uses this module without torch)
         return f"<{type(key).__name__} of shape {tuple(shape)}, {key.dtype}>"
     return repr(key)
 

@@ -50,7 +50,12 @@ from thunder.torch.resampling import (
     channel_shuffle, col2im, grid_sample, grid_sampler_2d, grid_sampler_3d, im2col, interpolate, pixel_shuffle, pixel_unshuffle, upsample_bilinear, upsample_nearest,
 )  # fmt: skip
 from thunder.torch.embedding import embedding, embedding_backward, embedding_bag, one_hot
-from thunder.torch.attention import attention, attention_backward, attention_with_lse, scaled_dot_product_attention
+from thunder.torch.attention import (
+    attention,
+    attention_backward,
+    attention_with_lse,
+    scaled_dot_product_attention,
+)
 from thunder.torch.fused_losses import linear_cross_entropy_loss, linear_cross_entropy_with_grads
 from thunder.torch.grouped_linear import linears
 from thunder.torch.norm_linears import rms_norm_linears
@@ -61,6 +66,7 @@ from thunder.torch.activations import (
     celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, prelu, relu6,
     rrelu, selu, silu, silu_backward, softmin, softplus, softshrink, softsign, tanhshrink, threshold,
 )  # fmt: skip
+
 # ops A modules: begin
 from thunder.torch.elementwise import (  # noqa: A004
     abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_left_shift, bitwise_not,
@@ -126,6 +132,7 @@ from thunder.torch.randomness import (
 from thunder.torch.conversions import (  # noqa: A004
     bfloat16, bool, byte, cdouble, cfloat, char, double, float, half, int, long, short, to, type, type_as,
 )  # fmt: skip
+
 # ops A modules: end
 from thunder.torch.reflected import (
     radd, rbitwise_and, rbitwise_or, rbitwise_xor, rdiv, rfloordiv, rmatmul, rmod, rmul, rpow,
@@ -157,5 +164,6 @@ __all__ = [name for name in dir() if not name.startswith("_")]
 
 # In-place methods (x.add_), x[key] = v and the out=/inplace= forms: registered after every symbol.
 from thunder.torch import inplace as _inplace  # noqa: E402,F401
+
 # Gradient rules that keep arithmetic on floating-point tensors as single calls in training traces.
 from thunder.torch import elementwise_vjp as _elementwise_vjp  # noqa: E402,F401

@@ -207,7 +207,9 @@ def _flash_eligible(q: TensorProxy, k: TensorProxy, v: TensorProxy, attn_mask: T
                     enable_gqa: bool) -> bool:  # fmt: skip
     same_layout = q.ndim == k.ndim == v.ndim == 4 and k.shape == v.shape and q.shape[0] == k.shape[0]
     heads_fit = q.ndim == 4 and (q.shape[1] == k.shape[1] or (enable_gqa and q.shape[1] % k.shape[1] == 0))
-    causal_square = q.ndim < 2 or q.shape[-2] == k.shape[-2]  # flash kernels align the causal mask differently otherwise
+    causal_square = (
+        q.ndim < 2 or q.shape[-2] == k.shape[-2]
+    )  # flash kernels align the causal mask differently otherwise
     return (
         attn_mask is None
         and same_layout

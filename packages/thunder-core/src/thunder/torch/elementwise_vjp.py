@@ -72,9 +72,7 @@ def _div_vjp(g: Any, a: Any, b: Any, *, out: TensorProxy, rounding_mode: Any = N
     return _gradient_for(grad_a, a), _gradient_for(grad_b, b)
 
 
-register_vjp(ew.true_divide, applies=_real_floating)(
-    lambda g, a, b, *, out: _div_vjp(g, a, b, out=out)
-)
+register_vjp(ew.true_divide, applies=_real_floating)(lambda g, a, b, *, out: _div_vjp(g, a, b, out=out))
 
 
 @register_vjp(ew.neg, applies=_real_floating)

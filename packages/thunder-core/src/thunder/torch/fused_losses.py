@@ -70,7 +70,9 @@ def _linear_cross_entropy_with_grads(x: TensorProxy, weight: TensorProxy, bias: 
     return loss, grad_x, grad_weight, grad_bias
 
 
-linear_cross_entropy_with_grads = make_composite("linear_cross_entropy_with_grads", _linear_cross_entropy_with_grads)
+linear_cross_entropy_with_grads = make_composite(
+    "linear_cross_entropy_with_grads", _linear_cross_entropy_with_grads
+)
 
 
 @register_vjp(linear_cross_entropy_with_grads)

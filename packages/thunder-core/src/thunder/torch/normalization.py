@@ -101,7 +101,9 @@ def _layer_norm_backward(g: TensorProxy, a: TensorProxy, normalized_shape: Seque
     g = to_dtype(g, x.dtype)
     normalized_x = ew.mul(ew.sub(x, mean), rstd)
     dy = ew.mul(g, to_dtype(weight, x.dtype)) if weight is not None else g
-    grad_a = to_dtype(_normalization_input_grad(dy, normalized_x, rstd, dims), a.dtype) if output_mask[0] else None
+    grad_a = (
+        to_dtype(_normalization_input_grad(dy, normalized_x, rstd, dims), a.dtype) if output_mask[0] else None
+    )
     grad_weight = _param_grad(ew.mul(g, normalized_x), batch_dims, weight) if output_mask[1] else None
     grad_bias = _param_grad(g, batch_dims, bias) if output_mask[2] else None
     return grad_a, grad_weight, grad_bias

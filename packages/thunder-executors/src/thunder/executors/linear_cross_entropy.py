@@ -79,7 +79,11 @@ class _Gradients:
         if wanted[1]:
             dtype = torch.float32 if accumulate_in_float32 else weight.dtype
             self.weight = torch.zeros(weight.shape, dtype=dtype, device=weight.device)
-        self.bias = torch.zeros(bias.shape, dtype=torch.float32, device=bias.device) if bias is not None and wanted[2] else None
+        self.bias = (
+            torch.zeros(bias.shape, dtype=torch.float32, device=bias.device)
+            if bias is not None and wanted[2]
+            else None
+        )
 
     def add(self, grad_logits: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rows: slice) -> None:
         if self.x is not None:
@@ -94,7 +98,9 @@ class _Gradients:
         if self.bias is not None:
             self.bias.add_(grad_logits.sum(0, dtype=torch.float32))
 
-    def results(self, x_shape: torch.Size) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    def results(
+        self, x_shape: torch.Size
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
         grad_x = None if self.x is None else self.x.reshape(x_shape)
         grad_weight = None if self.weight is None else self.weight.to(self.weight_dtype)
         grad_bias = None if self.bias is None else self.bias.to(self.bias_dtype)
@@ -113,7 +119,9 @@ def _chunked(
     gradient = any(wanted)
     step = chunk_rows(count, classes)
     grads = _Gradients(rows, weight, bias, wanted, -(-count // step))
-    total = torch.zeros((), dtype=torch.float64 if x.dtype == torch.float64 else torch.float32, device=x.device)
+    total = torch.zeros(
+        (), dtype=torch.float64 if x.dtype == torch.float64 else torch.float32, device=x.device
+    )
     for start in range(0, count, step):
         block = slice(start, start + step)
         logits = F.linear(rows[block], weight, bias)
@@ -130,7 +138,11 @@ def _loss_and_gradient_(logits: torch.Tensor, target: torch.Tensor, scale: torch
                         gradient: bool) -> torch.Tensor:  # fmt: skip
     """Each row's loss (float32, float64 for float64 logits); with ``gradient``, ``logits`` overwritten by ``scale`` times the
     gradient of the rows' summed loss."""
-    if logits.is_cuda and logits.dtype in (torch.float32, *_HALF) and importlib.util.find_spec("triton") is not None:
+    if (
+        logits.is_cuda
+        and logits.dtype in (torch.float32, *_HALF)
+        and importlib.util.find_spec("triton") is not None
+    ):
         from thunder.executors.triton.cross_entropy import triton_cross_entropy_loss_and_gradient_
 
         return triton_cross_entropy_loss_and_gradient_(logits, target, scale, ignore_index, gradient=gradient)

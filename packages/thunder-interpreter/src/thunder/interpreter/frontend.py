@@ -297,7 +297,9 @@ class TracingHooks(InterpreterHooks):
         module = getattr(fn, "__module__", None)
         if isinstance(module, str) and module.startswith("torch._dynamo."):  # torch._dynamo.disable(f)
             return wrapped
-        code = getattr(fn, "__code__", None)  # @torch._disable_dynamo's ``inner`` (functools.wraps renames it)
+        code = getattr(
+            fn, "__code__", None
+        )  # @torch._disable_dynamo's ``inner`` (functools.wraps renames it)
         if code is not None and code.co_name == "inner" and code.co_filename.endswith(_DISABLE_DYNAMO_FILE):
             return wrapped
         return fn

@@ -53,7 +53,9 @@ def _randperm_meta(n: int, *, device: Any, dtype: Any, generator: Any = None) ->
 randperm = make_prim("randperm", _randperm_meta, tags=RANDOM)
 
 
-def _multinomial_meta(a: TensorProxy, num_samples: int, replacement: bool, *, generator: Any = None) -> TensorProxy:
+def _multinomial_meta(
+    a: TensorProxy, num_samples: int, replacement: bool, *, generator: Any = None
+) -> TensorProxy:
     """Indices of ``num_samples`` draws from each row of probabilities ``a`` (1-d or 2-d)."""
     _check(a.ndim in (1, 2), lambda: f"prob_dist must be 1 or 2 dim, got {a.ndim}")
     _check(num_samples > 0, lambda: "cannot sample n_sample <= 0 samples")

@@ -213,7 +213,9 @@ def _index_meta(a: TensorProxy, indices: Sequence[TensorProxy | None]) -> Tensor
             _check_index("index", index)
     _check(any(i is not None for i in indices), lambda: "prims.index needs at least one index tensor")
     if _has_symbolic_size(a, *indices):
-        return a.replace(shape=_symbolic_index_shape(a.shape, [None if i is None else i.shape for i in indices]))
+        return a.replace(
+            shape=_symbolic_index_shape(a.shape, [None if i is None else i.shape for i in indices])
+        )
     meta_indices = [None if i is None else _meta_tensor(i) for i in indices]
     shape = torch.ops.aten.index.Tensor(_meta_tensor(a), meta_indices).shape
     return a.replace(shape=tuple(shape))

@@ -99,11 +99,15 @@ def split_forward_backward(computation: Trace) -> ForwardBackward:
 def _raise_where_overwritten(computation: Trace, backward: Trace, saved: list) -> None:
     """A backward that reads a value that a write autograd does not see overwrote (under no_grad,
     through detach) raises when it runs, as eager's does: its saved tensor's version changed."""
-    overwritten = sorted({computation.overwritten[p.name] for p in saved if p.name in computation.overwritten})
+    overwritten = sorted(
+        {computation.overwritten[p.name] for p in saved if p.name in computation.overwritten}
+    )
     if overwritten:
         from thunder.core.inplace import overwritten_error_symbol
 
-        error = BoundSymbol(overwritten_error_symbol(), (tuple(overwritten),), {}, None, (), grad_enabled=False)
+        error = BoundSymbol(
+            overwritten_error_symbol(), (tuple(overwritten),), {}, None, (), grad_enabled=False
+        )
         backward.bound_symbols.insert(0, error)
 
 

@@ -69,7 +69,11 @@ def _may_view(bound_symbol: BoundSymbol) -> bool:
     """Whether its output may share its input's memory; by name too, since an operator executor's
     ``torch.reshape`` no longer carries the ``view`` tag of the symbol it runs."""
     symbol = bound_symbol.symbol
-    return is_view_symbol(symbol) or symbol.name in EAGER_VIEWS or symbol.name in ("slice_prim", "broadcast_in_dim")
+    return (
+        is_view_symbol(symbol)
+        or symbol.name in EAGER_VIEWS
+        or symbol.name in ("slice_prim", "broadcast_in_dim")
+    )
 
 
 class _Writes:
@@ -96,7 +100,11 @@ class _Writes:
 
 
 def _handed_over(
-    claimed: Claimed, region_of: list[int | None], regions: Regions, producer_of: dict[str, int], consumer: int
+    claimed: Claimed,
+    region_of: list[int | None],
+    regions: Regions,
+    producer_of: dict[str, int],
+    consumer: int,
 ) -> dict[int, list[TensorProxy]]:
     """The tensors each earlier region of the same executor hands to ``consumer``, by region."""
     executor, members = regions[consumer]

@@ -146,7 +146,9 @@ def _unit_column_stride(a: torch.Tensor) -> torch.Tensor:
 
 def _check_arguments(a: torch.Tensor, target: torch.Tensor, reduction: str) -> None:
     if a.ndim != 2 or target.shape != (a.shape[0],):
-        raise ValueError(f"expected logits [N, C] and targets [N], got {tuple(a.shape)} and {tuple(target.shape)}")
+        raise ValueError(
+            f"expected logits [N, C] and targets [N], got {tuple(a.shape)} and {tuple(target.shape)}"
+        )
     if a.dtype not in _DTYPES:
         raise ValueError(f"logits of dtype {a.dtype} are not supported (expected one of {_DTYPES})")
     if reduction not in _REDUCTIONS:
@@ -175,7 +177,15 @@ def triton_cross_entropy_with_lse(
     if rows:
         with _on_device(a):
             _forward_kernel[(rows,)](
-                a, a.stride(0), target, losses, lse, columns, ignore_index, BLOCK=step, num_warps=_num_warps(step)
+                a,
+                a.stride(0),
+                target,
+                losses,
+                lse,
+                columns,
+                ignore_index,
+                BLOCK=step,
+                num_warps=_num_warps(step),
             )
     if reduction == "none":
         return losses.to(a.dtype), lse
