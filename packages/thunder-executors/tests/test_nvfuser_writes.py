@@ -183,3 +183,23 @@ def test_a_pointwise_update_without_broadcasts_is_written_by_its_kernel() -> Non
     (stage,) = [s for _, r in _runners(jitted) for s in r.stages if isinstance(s, FusionStage)]
     assert [d.name for _, d in stage.writes] == ["x"]
     assert not _top_level_copies(jitted)
+
+
+def two_counters(s1: torch.Tensor, s2: torch.Tensor) -> None:
+    s1.add_(1)
+    s2.add_(2)
+
+
+def test_counters_of_a_scalar_stage_are_copied_back_together_by_torch() -> None:
+    """A region of 0-dim counters is a ScalarStage (torch, no nvFuser: it runs on the CPU too); its
+    writes are copied after it, as one ``_foreach_copy_``."""
+    s1, s2 = torch.tensor(3.0, device=DEVICE), torch.tensor(5.0, device=DEVICE)
+    jitted = _jit(two_counters)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExecutorFallbackWarning)  # the region runs as it is
+        for _ in range(3):
+            jitted(s1, s2)
+    assert (s1.item(), s2.item()) == (6.0, 11.0)
+    ((_, runner),) = _runners(jitted)
+    assert sorted(d.name for _, d in runner.copied) == ["s1", "s2"]
+    assert not _top_level_copies(jitted)
