@@ -203,3 +203,25 @@ def test_counters_of_a_scalar_stage_are_copied_back_together_by_torch() -> None:
     ((_, runner),) = _runners(jitted)
     assert sorted(d.name for _, d in runner.copied) == ["s1", "s2"]
     assert not _top_level_copies(jitted)
+
+
+def view_read_after_the_region(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``x[1:]`` and ``x.t()`` are taken before ``x * 2`` is fused and read by matmuls after it; after
+    claiming they run as ``torch.narrow`` and ``torch.permute``, which the alias roots did not know
+    as views (found by tests/fuzz/test_fusion_writes_fuzz.py): the copy was taken into the region,
+    and on the CPU the matmuls read the new ``x``."""
+    rows, transposed = x[1:], x.t()
+    doubled = x * 2
+    product = rows @ w + (transposed @ w)[1:]
+    x.copy_(doubled)
+    return product
+
+
+def test_a_copy_is_not_taken_past_a_later_read_through_a_view_made_before_the_region() -> None:
+    x, w = torch.randn(4, 4, device=DEVICE), torch.randn(4, 4, device=DEVICE)
+    jitted = _jit(view_read_after_the_region)
+    for _ in range(2):
+        x1, x2 = x.clone(), x.clone()
+        torch.testing.assert_close(_call(jitted, x1, w), view_read_after_the_region(x2, w))
+        torch.testing.assert_close(x1, x2)
+    assert len(_top_level_copies(jitted)) == 1

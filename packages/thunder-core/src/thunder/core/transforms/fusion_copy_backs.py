@@ -7,8 +7,8 @@ every parameter and of every state tensor per step: 156 device copies, 3.2 ms of
 4-layer Llama-7B shape on an H200. A fusion executor that can write its inputs
 (``FusionExecutor.writes_inputs``) takes such a copy into the region (``write_inputs``) when
 
-- no symbol between the region and the copy reads ``x``'s memory through any alias (``alias_roots``):
-  the write now happens where the region runs, no longer where the copy stood;
+- no symbol between the region and the copy reads ``x``'s memory through any alias
+  (``_memory_shared``): the write now happens where the region runs, no longer where the copy stood;
 - the region reads no other alias of ``x`` than ``x`` itself;
 - ``x`` and ``t`` have one shape and dtype, and no other copy writes ``x``.
 
@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections import Counter
 
 from thunder.core.executor import FusionExecutor
-from thunder.core.inplace import copy_symbol
-from thunder.core.symbol import BoundSymbol
+from thunder.core.inplace import EAGER_VIEWS, copy_symbol, is_view_symbol
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import Trace, from_trace
-from thunder.core.transforms.copy_backs import alias_roots
 
 __all__ = ["copy_backs_into_fusions"]
 
@@ -63,7 +63,7 @@ def _copies_taken(trace: Trace, bound_symbols: list[BoundSymbol]) -> dict[int, l
         return {}
     written = Counter(bound_symbols[i].args[0].name for i in copies)
     producer = {p.name: i for i, b in enumerate(bound_symbols) for p in b.proxy_outputs()}
-    roots = alias_roots(trace, bound_symbols)
+    shared = _memory_shared(trace, bound_symbols)
     taken: dict[int, list[int]] = {}
     for index in copies:
         destination, value = bound_symbols[index].args
@@ -76,10 +76,10 @@ def _copies_taken(trace: Trace, bound_symbols: list[BoundSymbol]) -> dict[int, l
             continue
         if destination.shape != value.shape or destination.dtype != value.dtype:
             continue
-        root = roots.get(destination.name, destination.name)
+        root = destination.name
 
         def aliases(name: str) -> bool:
-            return roots.get(name, name) == root
+            return root in shared.get(name, ())
 
         between = bound_symbols[made_at + 1 : index]
         if any(aliases(p.name) for b in between for p in b.proxy_args()):
@@ -88,3 +88,31 @@ def _copies_taken(trace: Trace, bound_symbols: list[BoundSymbol]) -> dict[int, l
             continue
         taken.setdefault(made_at, []).append(index)
     return taken
+
+
+def _memory_shared(trace: Trace, bound_symbols: list[BoundSymbol]) -> dict[str, set[str]]:
+    """Each proxy -> the trace's inputs whose memory it may share, through views.
+
+    After claiming, a view runs as an operator that no longer says it is one (``ltorch.narrow`` runs
+    as ``torch.narrow``, ``prims.transpose`` as ``torch.permute``, ``x.mT`` as ``tensor_mT``), which
+    ``alias_roots`` misses: an operator named as a view is one here.
+    """
+    shared: dict[str, set[str]] = {p.name: {p.name} for p in trace.args if isinstance(p, TensorProxy)}
+    for bound_symbol in bound_symbols:
+        if not _is_view(bound_symbol.symbol):
+            continue
+        read = set().union(*(shared.get(p.name, ()) for p in bound_symbol.proxy_args()))
+        for proxy in bound_symbol.proxy_outputs() if read else ():
+            shared.setdefault(proxy.name, set()).update(read)
+    return shared
+
+
+# views as the prims that torch runs them as (``torch.reshape``, ``slice_prim``), beside eager's names
+_OPERATOR_VIEWS = EAGER_VIEWS | {"slice_prim", "broadcast_in_dim", "reshape", "transpose", "expand"}
+
+
+def _is_view(symbol: Symbol) -> bool:
+    if is_view_symbol(symbol):
+        return True
+    operator = symbol.executor is not None and not isinstance(symbol.executor, FusionExecutor)
+    return operator and symbol.name.removeprefix("tensor_").strip("_") in _OPERATOR_VIEWS
