@@ -225,3 +225,23 @@ def test_a_copy_is_not_taken_past_a_later_read_through_a_view_made_before_the_re
         torch.testing.assert_close(_call(jitted, x1, w), view_read_after_the_region(x2, w))
         torch.testing.assert_close(x1, x2)
     assert len(_top_level_copies(jitted)) == 1
+
+
+def plus_its_transpose(x: torch.Tensor) -> torch.Tensor:
+    """The region reads ``x.t()``, a ``torch.permute`` of ``x`` run before it (a peeled view)."""
+    x.copy_(x.t() * 2 + x)
+    return x
+
+
+def test_a_region_reading_a_transpose_of_its_input_does_not_write_the_input() -> None:
+    # The transpose runs as ``torch.permute``, which the alias roots did not know as a view: the copy
+    # was taken in and planned as an aliased output of the pointwise kernel, which on a GPU would
+    # write ``x`` while other threads read ``x.t()``. (On the CPU the fallback copies at the region's
+    # end, which is right: this checks the plan.)
+    x = torch.randn(4, 4, device=DEVICE)
+    jitted = _jit(plus_its_transpose)
+    x1, x2 = x.clone(), x.clone()
+    torch.testing.assert_close(_call(jitted, x1), plus_its_transpose(x2))
+    torch.testing.assert_close(x1, x2)
+    assert not any(runner.writes for _, runner in _runners(jitted))
+    assert len(_top_level_copies(jitted)) == 1
