@@ -1,0 +1,58 @@
+"""Programs ``test_fusion_writes_fuzz.py`` found failing, kept as explicit examples (fixed, or xfail with
+the reason)."""
+
+from __future__ import annotations
+
+import pytest
+from fusion_write_programs import Mismatch, WriteProgram, check_program, transform_disabled
+
+_SHARED_MEMORY = (
+    "older than copy-backs taken into fusions: thunder traces two input tensors as disjoint memory, so a "
+    "write through one is not seen by a read through the other (no prologue check of overlapping storage)"
+)
+
+
+def test_a_view_made_before_the_region_and_read_after_it_keeps_the_copy_out() -> None:
+    # Found by the fuzzer: ``a.t()`` and ``a[1:]`` run as ``torch.permute`` and ``torch.narrow`` after
+    # claiming, which the alias roots did not know as views; ``a``'s copy was taken into the region
+    # making ``v1``, before the matmuls read the views. Fixed in fusion_copy_backs.py (``_memory_shared``).
+    for view in ("a.t()", "a[1:]"):
+        lines = [f"v0 = {view}", "v1 = a * 2 - b", "v2 = v0 @ b", "a.copy_(v1)"]
+        check_program(WriteProgram(["B0", "B1"], [(4, 4), (4, 4)], lines, ["v2", "a"]))
+
+
+@pytest.mark.xfail(raises=Mismatch, strict=True, reason=_SHARED_MEMORY)
+def test_inputs_sharing_memory_a_write_through_one_read_through_the_other() -> None:
+    program = WriteProgram(["B0", "B0.t()"], [(4, 4), (4, 4)], ["a.add_(1)", "v0 = b * 2"], ["v0"])
+    with transform_disabled():
+        check_program(program)
+
+
+@pytest.mark.xfail(raises=Mismatch, strict=True, reason=_SHARED_MEMORY)
+def test_inputs_sharing_memory_writes_reordered_by_the_region() -> None:
+    # Right with the transform disabled only by the order the copies happen to run in: ``b``'s copy,
+    # taken into the region, now runs before ``a``'s in-place slice write, which eager makes first.
+    program = WriteProgram(
+        ["B0.t()", "B0.view(-1)", "B0.view(-1)"],
+        [(4, 4), (4,), (4,)],
+        ["a[1:][..., :2] *= 0.25", "b.copy_(b * 2.0)", "v1 = b.clone()", "v2 = a.clone()", "v3 = a @ a.mT"],
+        ["c"],
+    )
+    check_program(program)
+
+
+@pytest.mark.xfail(raises=Mismatch, strict=True, reason="older: thunder refuses a .view(-1) that eager makes")
+def test_view_of_a_twice_transposed_input_after_writes_through_views() -> None:
+    # Found by the long run: thunder raised "view size is not compatible with input tensor's size and
+    # stride" at ``v3.view(-1)``, where ``v3 = a.t().t()`` is contiguous in eager (``a``: a
+    # 2x8 view of a 4x4 base); also with the transform disabled (the refusal is made while tracing).
+    lines = [
+        "v2 = a.t()",
+        "v2[0].mul_(2)",
+        "v3 = v2.t()",
+        "v3.t().copy_(v3.t() * 2)",
+        "v3.view(-1).mul_(0.5)",
+    ]
+    program = WriteProgram(["B0.view(2, -1)"], [(4, 4)], lines, ["a"])
+    with transform_disabled():
+        check_program(program)
