@@ -21,6 +21,22 @@ def test_a_view_made_before_the_region_and_read_after_it_keeps_the_copy_out() ->
         check_program(WriteProgram(["B0", "B1"], [(4, 4), (4, 4)], lines, ["v2", "a"]))
 
 
+def test_a_transpose_read_by_a_matmul_before_the_inputs_update() -> None:
+    # Found by the long run (1 in ~2900 programs) before the same fix: ``b.t()`` runs as
+    # ``torch.permute``; ``b``'s copy was taken into the region making ``a + b``, which runs before
+    # the matmul reads ``b.t()``, so ``v0`` read the new ``b``.
+    lines = [
+        "a.add_(b)",
+        "v0 = b.t() @ a",
+        "v1 = v0[1:]",
+        "a[1:].mul_(0.5).add_(a.mean())",
+        "b.div_(b.abs() + 1)",
+        "a.sub_(b.exp() * 0.1)",
+        "v1.view(-1).lerp_(v1.mean(), 0.25)",
+    ]
+    check_program(WriteProgram(["B0[:2]", "B1[:2]"], [(4, 4), (4, 4)], lines, ["b", "v0"]))
+
+
 @pytest.mark.xfail(raises=Mismatch, strict=True, reason=_SHARED_MEMORY)
 def test_inputs_sharing_memory_a_write_through_one_read_through_the_other() -> None:
     program = WriteProgram(["B0", "B0.t()"], [(4, 4), (4, 4)], ["a.add_(1)", "v0 = b * 2"], ["v0"])
