@@ -44,11 +44,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
-
-import thunder
 from isolated import ISOLATE_FLAG, run_child, write_rows
 from llama import LLAMA_SIZES, Llama
 from training import GPT, GPT_SIZES, mnist_mlp
+
+import thunder
 
 SYSTEMS = ("eager", "torch.compile", "thunder", "thunder-step", "thunder+graphs", "thunder-step+graphs")
 

@@ -53,7 +53,7 @@ def test_page_code_runs(page, tmp_path, monkeypatch) -> None:
             skipped.append(f"line {block.line}: {block.skip_reason}")
             continue
         if block.raises:  # a script of its own that stops with an error (test_shown_output.py runs it so)
-            with pytest.raises(Exception):  # noqa: PT011 -- the page shows which
+            with pytest.raises(Exception):  # noqa: B017 -- the page shows which (test_shown_output.py)
                 exec(block.compiled(), {"__name__": "__main__"})
             continue
         exec(block.compiled(), namespace)

@@ -11,8 +11,8 @@ from helpers import PythonFusionExecutor, make_prims_executor
 import thunder.torch as ltorch
 from thunder.core import pipeline
 from thunder.core.direct_frontend import direct_frontend
-from thunder.core.fusion_fallback import ExecutorFallbackWarning
 from thunder.core.executor import OperatorExecutor, get_executor, register_executor, resolve_executors
+from thunder.core.fusion_fallback import ExecutorFallbackWarning
 from thunder.core.transforms.claim_executors import UnclaimedSymbolError
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from test_nvfuser_regions import _runners
 
 from thunder.executors.nvfuser.translate import _inserted_ones, define_fusion
-from test_nvfuser_regions import _runners
 
 _HALF = {"BFloat16", "Half"}
 _SAME_DTYPE = {
@@ -60,7 +60,7 @@ class RecordingOps:
 
 
 class RecordingDefinition:
-    last: "RecordingDefinition"
+    last: RecordingDefinition
 
     def __init__(self) -> None:
         self.ops = RecordingOps()
@@ -68,7 +68,7 @@ class RecordingDefinition:
         self.static_inputs: list[bool] = []
         RecordingDefinition.last = self
 
-    def __enter__(self) -> "RecordingDefinition":
+    def __enter__(self) -> RecordingDefinition:
         return self
 
     def __exit__(self, *exc: object) -> None:

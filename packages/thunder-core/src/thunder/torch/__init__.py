@@ -5,6 +5,10 @@ them in place of the torch callables they are registered for (``symbol_for``), a
 them for their methods and operators.
 """
 
+# The import order is deliberate, not alphabetical (isort is off for this file): importing the submodule
+# thunder.torch.dropout rebinds the name `dropout`, which the import from thunder.torch.nn below it takes
+# back, and inplace and elementwise_vjp register after every symbol.
+# isort: skip_file
 from thunder.torch.nn import (
     bmm,
     cross_entropy,
