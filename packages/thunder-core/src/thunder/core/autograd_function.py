@@ -25,7 +25,7 @@ __all__ = ["ThunderFunction", "differentiable_callable"]
 
 class ThunderFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, pair: _CompiledPair, *inputs: Any) -> tuple:  # type: ignore[override]
+    def forward(ctx: Any, pair: _CompiledPair, *inputs: Any) -> tuple:
         output, saved = pair.forward(*inputs)
         flat_output, spec = tree_flatten(output)
         ctx.pair = pair

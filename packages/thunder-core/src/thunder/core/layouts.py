@@ -174,8 +174,9 @@ def _layout_of(
         return _Layout(
             torch.empty_strided(shape, strides, dtype=dtype, device="meta"), frozenset({proxy.name})
         )
-    metas = {operand.name: _eager_tensor(trace, operand) for operand in operands}
-    if any(meta is None for meta in metas.values()):
+    maybe_metas = {operand.name: _eager_tensor(trace, operand) for operand in operands}
+    metas = {name: meta for name, meta in maybe_metas.items() if meta is not None}
+    if len(metas) != len(maybe_metas):
         return _Layout(_contiguous_meta(proxy), frozenset())
     follows: set[str] = set()
     passes = _passes_layout(made.symbol)
@@ -190,6 +191,7 @@ def _layout_of(
 def _traced_contiguous(trace: Trace, name: str) -> bool:
     builder = builder_of(trace)
     proxy = next(p for p in trace.args if getattr(p, "name", None) == name)
+    assert isinstance(proxy, TensorProxy)  # only tensor inputs are followed (_layout_of)
     strides = builder.input_strides.get(name) if builder is not None else None
     meta = torch.empty_strided(_hinted(tuple(proxy.shape)), strides, device="meta") if strides else None
     return meta is None or meta.is_contiguous()
@@ -419,6 +421,7 @@ def _guard_strides(trace: Trace, follows: frozenset[str]) -> None:
     else the very strides (an answer about a tensor an op made from it may depend on them)."""
     builder, chains = builder_of(trace), _chains[trace]
     for name in sorted(follows - chains.guarded):
+        assert builder is not None  # an input is followed only when the builder has its strides (_layout_of)
         proxy = next(p for p in trace.args if getattr(p, "name", None) == name)
         traced = builder.input_strides[name]
         arguments = (proxy, (), "strides", (), _traced_contiguous(trace, name), traced)

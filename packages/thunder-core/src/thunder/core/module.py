@@ -53,7 +53,8 @@ class ThunderModule(torch.nn.Module):
         try:
             return super().__getattr__(name)  # nn.Module's tables: _model itself
         except AttributeError:
-            model = self.__dict__.get("_modules", {}).get("_model")
+            modules: dict[str, torch.nn.Module | None] = self.__dict__.get("_modules", {})
+            model = modules.get("_model")
             if model is None or name.startswith("__"):
                 raise
         value = getattr(model, name)

@@ -435,8 +435,10 @@ class PrologueBuilder:
         if not dims:
             return proxy.shape
         if self.shape_symbols is None:
-            self.shape_symbols = self.prologue.shape_symbols = symbolic_shapes.ShapeSymbols()
-        shape, checked = list(proxy.shape), list(proxy.shape)
+            # the prologue trace's own attribute (no Trace field): add_size_guards reads it with getattr
+            self.shape_symbols = self.prologue.shape_symbols = symbolic_shapes.ShapeSymbols()  # type: ignore[attr-defined]
+        shape: list[int | torch.SymInt] = list(proxy.shape)
+        checked: list[int | None] = list(proxy.shape)
         for dim in dims:
             with tracectx(self.computation):
                 size = symbolic_shapes.DimProxy(int(shape[dim]))
@@ -445,7 +447,7 @@ class PrologueBuilder:
             checked[dim] = None
             self.prologue.names.add(size.name)
             self.prologue.record(BoundSymbol(UNPACK, (f"{proxy.name}.shape[{dim}]",), {}, size))
-        proxy.shape = torch.Size(shape)
+        proxy.shape = torch.Size(shape)  # type: ignore[arg-type]  # SymInts too; the stub says int
         return tuple(checked)
 
     def add_symbolic_int(self, value: int, source: Source) -> torch.SymInt | None:
@@ -464,7 +466,8 @@ class PrologueBuilder:
         if known is not None:
             return known
         if self.shape_symbols is None:
-            self.shape_symbols = self.prologue.shape_symbols = symbolic_shapes.ShapeSymbols()
+            # the prologue trace's own attribute (no Trace field): add_size_guards reads it with getattr
+            self.shape_symbols = self.prologue.shape_symbols = symbolic_shapes.ShapeSymbols()  # type: ignore[attr-defined]
         with tracectx(self.computation):
             proxy = symbolic_shapes.DimProxy(value)
         self.computation.args.append(proxy)
@@ -494,7 +497,7 @@ class PrologueBuilder:
         # A mutable value (a set, a bytearray, an array.array) is compared with a copy: bound as itself,
         # one changed in place would be compared with itself and always pass (a stale trace)
         expected = copy.copy(value) if type(value) in _MUTABLE_VALUE_TYPES else value
-        args = (expression, self._constant_name(expected), shown_value(value))
+        args: tuple[str, ...] = (expression, self._constant_name(expected), shown_value(value))
         if type(value) is torch.dtype:  # one object per dtype: equal is identical
             args += ("",)
         elif _reflexive(value):  # inline, as a literal; check_value equates NaN with NaN

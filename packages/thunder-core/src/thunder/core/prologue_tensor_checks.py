@@ -38,7 +38,8 @@ def _torch_tensor_guards() -> Any:
         from torch._C._dynamo.guards import TensorGuards
 
         probe = torch.zeros(2, 3)
-        guards = TensorGuards(probe, dynamic_dims_sizes=None, dynamic_dims_strides=[[None, None]])
+        # torch's stub omits the tensors (positional) and that its lists hold one list per tensor
+        guards = TensorGuards(probe, dynamic_dims_sizes=None, dynamic_dims_strides=[[None, None]])  # type: ignore[misc,arg-type,list-item]
         # what the prologue relies on: same metadata passes, other metadata, a non-tensor, strides do not
         if not guards.check(torch.zeros(3, 2).t()) or guards.check(torch.zeros(2, 4)) or guards.check(2):
             return None
@@ -159,8 +160,13 @@ class TensorChecks:
         for index, (t, (shape, device, dtype, requires_grad)) in enumerate(zip(tensors, self.expected)):
             if not isinstance(t, torch.Tensor):
                 return index, [("", "a tensor", f"a {type(t).__qualname__}")]
-            wanted = {"shape": tuple(shape), "dtype": dtype, "requires_grad": requires_grad, "device": device}
-            actual = {
+            wanted: dict[str, Any] = {
+                "shape": tuple(shape),
+                "dtype": dtype,
+                "requires_grad": requires_grad,
+                "device": device,
+            }
+            actual: dict[str, Any] = {
                 "shape": tuple(t.shape),
                 "dtype": t.dtype,
                 "requires_grad": t.requires_grad,

@@ -220,7 +220,11 @@ class ShapeSymbols:
         symbol = self.env.create_symbol(value, source=source, dynamic_dim=DimDynamic.DYNAMIC)
         self.names[symbol] = proxy.name
         self.proxies.append(proxy)
-        return self.env.create_symintnode(symbol, hint=value, source=source)
+        node = self.env.create_symintnode(symbol, hint=value, source=source)
+        # Only values from 2 on are made symbolic (DynamicDims), so the symbol is free: torch returns a
+        # plain int only for a constant (the 0 and 1 it specializes).
+        assert isinstance(node, torch.SymInt)
+        return node
 
 
 def _specialize_text_of_sizes() -> None:
@@ -250,7 +254,7 @@ def _specialize_text_of_sizes() -> None:
                 return format(concrete(self), spec)
             return original[1](self, spec)
 
-        symbolic_type._thunder_original_text = original  # type: ignore[attr-defined]
+        symbolic_type._thunder_original_text = original  # type: ignore[union-attr]  # our marker on torch's class
         symbolic_type.__repr__ = text  # type: ignore[method-assign]
         symbolic_type.__format__ = formatted  # type: ignore[method-assign]
 

@@ -51,7 +51,9 @@ def returned(trace: Trace) -> tuple[int, BoundSymbol]:
     raise ValueError(f"trace {trace.name} has no return")
 
 
-def record(symbol: Symbol, *args: Any, output: TensorProxy | None = None, **kwargs: Any) -> Any:
+def record(
+    symbol: Symbol, *args: Any, output: TensorProxy | tuple[TensorProxy, ...] | None = None, **kwargs: Any
+) -> Any:
     """Call ``symbol`` while tracing; with ``output``, the result is bound to that existing proxy."""
     if output is None:
         return symbol(*args, **kwargs)

@@ -45,7 +45,9 @@ def _per_tensor(name: str) -> Callable:
                 getattr(first, name)(*rest, **item_kwargs)
             else:
                 torch_fn = getattr(torch, base, None) or getattr(torch.Tensor, base)
-                results.append(torch_lookaside(torch_fn)(*item_args, **item_kwargs))
+                lookaside = torch_lookaside(torch_fn)
+                assert lookaside is not None, f"thunder has no torch.{base}"  # calling None raised before
+                results.append(lookaside(*item_args, **item_kwargs))
         return None if in_place else results
 
     run.__name__ = f"{_PREFIX}{name}"

@@ -253,7 +253,9 @@ def _put_indices(view: TensorProxy, indices: Sequence[TensorProxy | None], value
                 f"x[key] = v with a boolean mask beside other index tensors or bools in key {_DATA_DEPENDENT}: "
                 "the mask's count of Trues broadcasts with them"
             )
-        return _masked_write(view, masks[0], indices[masks[0]], value)
+        mask = indices[masks[0]]
+        assert mask is not None  # _is_mask holds only for a tensor
+        return _masked_write(view, masks[0], mask, value)
     _check_broadcast(value, _indexed_shape(view, indices))
     return _index_put(view, indices, value)
 

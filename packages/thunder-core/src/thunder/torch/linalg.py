@@ -289,7 +289,7 @@ def _chain_order(matrices: Sequence[TensorProxy]) -> list[list[int]]:
     if n == 3:
         left_first, right_first = p[0] * p[2] * (p[1] + p[3]), p[1] * p[3] * (p[0] + p[2])
         return [[0, 0, 0 if left_first > right_first else 1], [0] * 3, [0] * 3]
-    cost = [[0] * n for _ in range(n)]
+    cost: list[list[float]] = [[0] * n for _ in range(n)]
     split = [[0] * n for _ in range(n)]
     for length in range(1, n):
         for i in range(n - length):

@@ -63,6 +63,32 @@ for _name in prims.SPECIAL_UNARY_NO_GRAD:
     globals()[_name] = _special(_name, getattr(prims, _name), 1, INT_TO_FLOAT, _name)
 for _name in prims.SPECIAL_BINARY_NO_GRAD:  # the orthogonal polynomials p(x, n)
     globals()[_name] = _special(_name, getattr(prims, _name), 2, DEFAULT, _name)
+# The names the two loops above bind through globals(), declared for the type checker, which cannot
+# see them (thunder.torch imports them).
+airy_ai: Symbol
+bessel_j0: Symbol
+bessel_j1: Symbol
+bessel_y0: Symbol
+bessel_y1: Symbol
+modified_bessel_i0: Symbol
+modified_bessel_i1: Symbol
+modified_bessel_k0: Symbol
+modified_bessel_k1: Symbol
+scaled_modified_bessel_k0: Symbol
+scaled_modified_bessel_k1: Symbol
+spherical_bessel_j0: Symbol
+chebyshev_polynomial_t: Symbol
+chebyshev_polynomial_u: Symbol
+chebyshev_polynomial_v: Symbol
+chebyshev_polynomial_w: Symbol
+shifted_chebyshev_polynomial_t: Symbol
+shifted_chebyshev_polynomial_u: Symbol
+shifted_chebyshev_polynomial_v: Symbol
+shifted_chebyshev_polynomial_w: Symbol
+hermite_polynomial_h: Symbol
+hermite_polynomial_he: Symbol
+laguerre_polynomial_l: Symbol
+legendre_polynomial_p: Symbol
 alias(torch.special.psi, digamma)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from thunder.core import dtypes, prims
@@ -197,7 +197,8 @@ def split_with_sizes(input: TensorProxy, split_sizes: Sequence[int], dim: int = 
 def split(a: TensorProxy, split_size_or_sections: Any, dim: int = 0) -> tuple[TensorProxy, ...]:
     if not isinstance(split_size_or_sections, (int, torch.SymInt)):  # a symbolic size or int is one size
         return _split_by_sizes(a, tuple(split_size_or_sections), dim)
-    size = split_size_or_sections
+    # a SymInt too: sizes are typed int here, as torch.Size's are (symbolic ones behave as ints)
+    size = cast(int, split_size_or_sections)
     if a.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     length = a.shape[canonical_dim(dim, a.ndim)]
@@ -254,7 +255,8 @@ def tensor_split(input: TensorProxy, indices_or_sections: Any, dim: int = 0) -> 
         sections = indices_or_sections
         if sections <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
-        base, extra = length // sections, length % sections  # divmod takes no symbolic sizes
+        # divmod takes no symbolic sizes; SymInt's __rmod__ is added outside its class body, unseen by mypy
+        base, extra = length // sections, length % sections  # type: ignore[operator]
         sizes = [base + 1] * extra + [base] * (sections - extra)
         return _split_by_sizes(input, sizes, d)
     bounds = [0] + [min(max(i + length if i < 0 else i, 0), length) for i in indices_or_sections] + [length]

@@ -32,10 +32,9 @@ def _checks(name: str, M: int, dtype: Any, layout: Any) -> dtypes.dtype:  # noqa
     return dtypes.to_dtype(dtype)
 
 
-def _constant(M: int, value: float, dtype: dtypes.dtype, device: Any) -> TensorProxy | None:  # noqa: N803
-    """The window of length 0 or 1 (empty, or a single ``value``), else None."""
-    if M > 1:
-        return None
+def _constant(M: int, value: float, dtype: dtypes.dtype, device: Any) -> TensorProxy:  # noqa: N803
+    """The window of length 0 or 1 (empty, or a single ``value``); the callers check that ``M <= 1``."""
+    assert M <= 1, M
     return prims.full((M,), value, device=_device(device), dtype=dtype)
 
 

@@ -337,11 +337,13 @@ def _claim_prims() -> None:
         executor.register_implementation(symbol, execution_transform=direct)
     for symbol, fn in _ADAPTED.items():
         adapter = executor.register_operator(fn.__name__, fn=fn, like=symbol)
-        direct = _DIRECT.get(symbol)
-        if direct is None:
+        direct_rule = _DIRECT.get(symbol)
+        if direct_rule is None:
             executor.register_implementation(symbol, adapter)
         else:
-            executor.register_implementation(symbol, execution_transform=functools.partial(direct, adapter))
+            executor.register_implementation(
+                symbol, execution_transform=functools.partial(direct_rule, adapter)
+            )
 
 
 # Prims of the torch language's math, scans, sorting and indexing (ops A): special functions,

@@ -50,7 +50,7 @@ def interpreted_forward(cls: Any, *args: Any, **kwargs: Any) -> Any:
     return cls.forward(_Context(len(args)), *args, **kwargs)
 
 
-def _has_setup_context(cls: type) -> bool:
+def _has_setup_context(cls: type[torch.autograd.Function]) -> bool:
     base = torch.autograd.function._SingleLevelFunction.setup_context
     return getattr(cls.setup_context, "__func__", cls.setup_context) is not getattr(base, "__func__", base)
 

@@ -157,6 +157,7 @@ def optimizer_step(hooks: Any, optimizer: Any, closure: Any = None) -> None:
                 if grad is None:
                     continue
                 trace = get_tracectx()
+                assert trace is not None  # optimizer.step() is recorded into the program being traced
                 first = len(trace.bound_symbols)
                 update(step, hyper, proxy, grad, ItemSource(AttributeSource(source, "state"), param))
                 # the update may run as soon as its gradient exists (transforms/early_updates.py)

@@ -240,8 +240,8 @@ class _EpilogueWriter:
         writes = list(self.effects._writes.values())
         for write in writes:
             if write.kind == "contents":
-                keys = write.before if isinstance(write.before, dict) else range(len(write.before))
-                for key in keys:
+                before_keys = write.before if isinstance(write.before, dict) else range(len(write.before))
+                for key in before_keys:
                     self._originals.setdefault(id(write.before[key]), (write, key))
         for source, how, gradient in self.effects._gradients:
             target, value = self.builder.fetch(source), self._value(gradient)

@@ -135,5 +135,5 @@ def with_user_frames(error: BaseException) -> BaseException:
             traceback = types.TracebackType(traceback, frame, lasti, lineno)
     except Exception:  # noqa: BLE001 -- a traceback thunder cannot rebuild stays as it was
         return error
-    error.__notes__ = [note for note in error.__notes__ if not _FRAME_NOTE.match(note)]  # type: ignore[attr-defined]
+    error.__notes__ = [note for note in error.__notes__ if not _FRAME_NOTE.match(note)]
     return error.with_traceback(traceback)

@@ -149,11 +149,11 @@ for _symbol, _rule in _UNARY_VJPS.items():
 for _symbol in (sign, floor, ceil, round, trunc, bitwise_not, isfinite, isnan):
     register_vjp(_symbol)(lambda g, a, *, out: (None,))
 
-# elementwise binary
-add = _elementwise("add")
-sub = _elementwise("sub")
-mul = _elementwise("mul")
-div = _elementwise("div")  # true division for floats, truncation for integers (C semantics)
+# elementwise binary (add, sub, mul and div typed: the gradient rules above use them before they are made)
+add: Symbol = _elementwise("add")
+sub: Symbol = _elementwise("sub")
+mul: Symbol = _elementwise("mul")
+div: Symbol = _elementwise("div")  # true division for floats, truncation for integers (C semantics)
 pow = _elementwise("pow")  # noqa: A001
 remainder = _elementwise("remainder")
 fmod = _elementwise("fmod")
@@ -212,7 +212,8 @@ def _pow_grad_base(g: Any, a: Any, b: Any, out: Any) -> Any:
     if isinstance(b, Number):
         if b == 2:  # a ** 1 is a, exactly: one kernel fewer in every RMSNorm's backward
             return mul(g, mul(a, 2.0))
-        return mul(g, mul(pow(a, b - 1.0), b)) if b != 0 else mul(g, 0.0)
+        # typeshed's numbers.Number declares no arithmetic; the Python numbers that reach here all have it
+        return mul(g, mul(pow(a, b - 1.0), b)) if b != 0 else mul(g, 0.0)  # type: ignore[operator]
     return mul(g, where(eq(b, 0.0), 0.0, mul(b, pow(a, sub(b, 1.0)))))
 
 

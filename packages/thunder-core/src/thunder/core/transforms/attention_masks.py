@@ -39,7 +39,8 @@ def additive_attention_masks(trace: Trace) -> Trace:
         mask = arguments["attn_mask"] if arguments is not None else None
         query = arguments["query"] if arguments is not None else None
         if not (
-            isinstance(mask, TensorProxy)
+            arguments is not None
+            and isinstance(mask, TensorProxy)
             and mask.dtype is dtypes.bool8
             and isinstance(query, TensorProxy)
             and query.dtype.is_floating_point

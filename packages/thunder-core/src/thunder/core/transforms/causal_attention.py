@@ -130,10 +130,14 @@ def _causal_call(
     from thunder.torch.attention import scaled_dot_product_attention
 
     query, key, value = arguments["query"], arguments["key"], arguments["value"]
-    grouped = [_unrepeated(t, producers) for t in (key, value)]
+    grouped_key, grouped_value = _unrepeated(key, producers), _unrepeated(value, producers)
     enable_gqa = arguments["enable_gqa"]
-    if all(g is not None for g in grouped) and grouped[0].shape[-3] == grouped[1].shape[-3]:
-        key, value, enable_gqa = grouped[0], grouped[1], True
+    if (
+        grouped_key is not None
+        and grouped_value is not None
+        and grouped_key.shape[-3] == grouped_value.shape[-3]
+    ):
+        key, value, enable_gqa = grouped_key, grouped_value, True
     with tracectx(new), new.subscope() as scope:
         out = scaled_dot_product_attention(
             query,
@@ -158,14 +162,14 @@ def _unrepeated(repeated: TensorProxy, producers: dict[str, BoundSymbol]) -> Ten
         return None
     expanded = _only_tensor(reshape)
     expand = producers.get(expanded.name) if expanded is not None else None
-    if expand is None or expand.symbol.id not in _EXPANDS or expanded.ndim != 5:
+    if expanded is None or expand is None or expand.symbol.id not in _EXPANDS or expanded.ndim != 5:
         return None
     batch, kv_heads, groups, length, width = expanded.shape
     if repeated.shape != (batch, kv_heads * groups, length, width):
         return None
     unsqueezed = _only_tensor(expand)
     unsqueeze = producers.get(unsqueezed.name) if unsqueezed is not None else None
-    if unsqueeze is None or unsqueezed.shape != (batch, kv_heads, 1, length, width):
+    if unsqueezed is None or unsqueeze is None or unsqueezed.shape != (batch, kv_heads, 1, length, width):
         return None
     source = _only_tensor(unsqueeze)
     if (

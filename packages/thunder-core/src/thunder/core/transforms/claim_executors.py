@@ -194,7 +194,7 @@ def _fuse_regions(
         )
         chosen: int | None = None
         if executor is not None:
-            candidates = [region_of[p] for p in reversed(producers) if region_of[p] is not None]
+            candidates = [r for p in reversed(producers) if (r := region_of[p]) is not None]
             candidates = [r for r in candidates if regions[r][0] is executor]
             if executor.name in latest_region:
                 candidates.append(latest_region[executor.name])

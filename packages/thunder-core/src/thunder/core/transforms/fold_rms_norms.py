@@ -89,20 +89,20 @@ def fold_rms_norms(trace: Trace, executors: Sequence[Executor]) -> Trace:
     position = {id(b): i for i, b in enumerate(trace.bound_symbols)}
     new = from_trace(trace, "RMS norms folded into one-row linears (transforms/fold_rms_norms.py)")
     new.mutations = trace.mutations
-    for row, norm in norms.items():
-        removable = _removable(norm, row, linears_of[row], readers)
-        last = max(position[id(b)] for b in linears_of[row])
+    for row_name, norm in norms.items():
+        removable = _removable(norm, row_name, linears_of[row_name], readers)
+        last = max(position[id(b)] for b in linears_of[row_name])
         if removable is None or _writes_between(trace, min(position[id(b)] for b in norm.ops), last):
             continue
-        addition = _residual_add(norm, linears_of[row], made, readers, removable, position)
+        addition = _residual_add(norm, linears_of[row_name], made, readers, removable, position)
         if addition is not None and not _writes_between(trace, position[id(addition[0])], last):
             add, identities = addition
-            folded = _folded(new, norm, linears_of[row][0], add)
+            folded = _folded(new, norm, linears_of[row_name][0], add)
             if claimer.can_execute(folded[0]):
-                replaced[id(linears_of[row][0])] = folded
+                replaced[id(linears_of[row_name][0])] = folded
                 dropped |= removable | identities | {id(add)}
                 continue
-        folded_each = {id(b): _folded(new, norm, b) for b in linears_of[row]}
+        folded_each = {id(b): _folded(new, norm, b) for b in linears_of[row_name]}
         if all(claimer.can_execute(made_[0]) for made_ in folded_each.values()):
             replaced.update(folded_each)
             dropped |= removable
@@ -239,8 +239,13 @@ def _folded(
 def _match(row: TensorProxy, made: dict[str, BoundSymbol]) -> _Norm | None:
     """The RMS norm that computes ``row``, if ``row`` is one (the first style that matches)."""
     reshape = made.get(row.name)
-    kept = reshape is not None and reshape.symbol.id in _RESHAPES and reshape.args
-    if kept and isinstance(reshape.args[0], TensorProxy) and reshape.args[0].shape == row.shape:
+    if (
+        reshape is not None
+        and reshape.symbol.id in _RESHAPES
+        and reshape.args
+        and isinstance(reshape.args[0], TensorProxy)
+        and reshape.args[0].shape == row.shape
+    ):
         norm = _match(reshape.args[0], made)  # a reshape to the same shape (Gemma's head slices all rows)
         return norm and dataclasses.replace(norm, ops=(*norm.ops, reshape))
     for match in _STYLES.values():
@@ -319,8 +324,8 @@ def _normalized(value: TensorProxy, made: dict[str, BoundSymbol]) -> tuple[Tenso
         if len(numbers) != 1 or type(numbers[0]) not in (int, float) or len(variances) != 1:
             continue
         mean = _op(made, variances[0], "ltorch.mean")
-        square = mean and _square_of(_arguments(mean)["input"], made)
-        if square is None or square[0] is not h or not _is_last_dim_mean(mean, h.ndim):
+        square = None if mean is None else _square_of(_arguments(mean)["input"], made)
+        if mean is None or square is None or square[0] is not h or not _is_last_dim_mean(mean, h.ndim):
             continue
         x, conversion = _unconverted(h, made)
         ops = [square[1], mean, shifted, rsqrt, scale]
@@ -402,4 +407,6 @@ def _arguments(bound_symbol: BoundSymbol) -> dict[str, Any]:
 
 @functools.cache
 def _signature(symbol: Symbol) -> inspect.Signature:
-    return inspect.signature(symbol.decomposition or symbol.meta)
+    function = symbol.decomposition or symbol.meta
+    assert function is not None, f"{symbol.id} has neither a meta nor a decomposition"  # as Symbol.__call__
+    return inspect.signature(function)

@@ -95,7 +95,9 @@ def record_backward(
                     trace.backward_freed.add(id(bound_symbol))
             _backward_step(bound_symbol, cotangents, needs_grad)
         for proxy in trace.args:
-            grad = cotangents.get(proxy.name) if isinstance(proxy, TensorProxy) else None
+            if not isinstance(proxy, TensorProxy):
+                continue
+            grad = cotangents.get(proxy.name)
             if grad is not None:
                 _add_input_gradient(trace, proxy, grad)
 

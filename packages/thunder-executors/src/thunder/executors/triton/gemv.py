@@ -230,7 +230,7 @@ def rms_norm_gemv(
         biases,
         config,
         norm=(norm_weight.contiguous(), float(eps), NORM_STYLES[style]),
-        addend=None if addend is None else (addend.reshape(-1).contiguous(), total),
+        addend=None if addend is None or total is None else (addend.reshape(-1).contiguous(), total),
     )
     return outputs if total is None else [*outputs, total]
 

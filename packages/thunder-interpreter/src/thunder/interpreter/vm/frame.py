@@ -73,7 +73,7 @@ def make_frame(context: Any, function: FunctionType, args: tuple, kwargs: dict) 
     if PY310 and (code.co_cellvars or code.co_freevars):
         _make_cells_310(context, frame)
     frame.globals = function.__globals__
-    builtins = function.__builtins__  # type: ignore[attr-defined]  # exists at runtime (3.10+)
+    builtins = function.__builtins__
     frame.builtins = builtins if isinstance(builtins, dict) else builtins.__dict__
     frame.names = None
     frame.kw_names = ()
