@@ -14,7 +14,15 @@ import torch
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 
-__all__ = ["ELEMENTWISE", "REDUCTIONS", "SHAPES", "SUPPORTED_DTYPES", "define_fusion", "layout_key", "structure_key"]
+__all__ = [
+    "ELEMENTWISE",
+    "REDUCTIONS",
+    "SHAPES",
+    "SUPPORTED_DTYPES",
+    "define_fusion",
+    "layout_key",
+    "structure_key",
+]
 
 ELEMENTWISE: dict[str, str] = {
     name: name
@@ -27,7 +35,9 @@ ELEMENTWISE: dict[str, str] = {
 REDUCTIONS: dict[str, str] = {"sum": "sum", "amax": "max", "amin": "min", "prod": "prod", "var": "var"}
 # slice_prim with unit strides and pad without interior padding only (NvFuserExecutor.can_fuse);
 # with cat they keep a rotary embedding (two slices, a negation and a cat) in one region.
-SHAPES = frozenset({"broadcast_in_dim", "reshape", "transpose", "convert_element_type", "slice_prim", "pad", "cat"})
+SHAPES = frozenset(
+    {"broadcast_in_dim", "reshape", "transpose", "convert_element_type", "slice_prim", "pad", "cat"}
+)
 SUPPORTED_DTYPES = frozenset(
     {torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.bool}
 )
