@@ -46,7 +46,10 @@ def _per_tensor(name: str) -> Callable:
             else:
                 torch_fn = getattr(torch, base, None) or getattr(torch.Tensor, base)
                 lookaside = torch_lookaside(torch_fn)
-                assert lookaside is not None, f"thunder has no torch.{base}"  # calling None raised before
+                if lookaside is None:
+                    raise NotImplementedError(
+                        f"torch.{_PREFIX}{name}: thunder has no counterpart of torch.{base}, which it applies per tensor"
+                    )
                 results.append(lookaside(*item_args, **item_kwargs))
         return None if in_place else results
 
