@@ -209,6 +209,10 @@ class FusionRunner:
         self.region, self.inputs, self.outputs = region, inputs, outputs
         self.writes = list(writes)
         self.stages, self.copied = _stages(region, inputs, outputs, self.writes)
+        # the first stage that writes inputs in place: a later one's failure cannot fall back
+        self._first_writer = next(
+            (i for i, s in enumerate(self.stages) if getattr(s, "writes", None)), len(self.stages)
+        )
         only = self.stages[0] if len(self.stages) == 1 else None
         self._one_stage = (  # the common case, on every call: no bookkeeping by name
             only is not None
@@ -225,19 +229,19 @@ class FusionRunner:
         if self._one_stage:
             return tuple(self.stages[0](list(tensors)))
         values = {p.name: t for p, t in zip(self.inputs, tensors)}
-        wrote = False
-        for stage in self.stages:
+        for index, stage in enumerate(self.stages):
             try:
                 results = stage([values[p.name] for p in stage.inputs])
             except Exception as error:
-                if wrote:  # rerunning the region on torch would read inputs already written
+                if (
+                    index > self._first_writer
+                ):  # rerunning the region on torch would read inputs already written
                     raise PartiallyWrittenError(
                         f"an nvFuser stage failed after an earlier stage of its region had written "
                         f"inputs in place ({', '.join(d.name for _, d in self.writes)}); the region "
                         f"cannot be run again on torch: {type(error).__name__}: {error}"
                     ) from error
                 raise
-            wrote = wrote or bool(getattr(stage, "writes", None))
             values.update((p.name, t) for p, t in zip(stage.outputs, results))
         if self.copied:
             _copy_all(
