@@ -102,10 +102,15 @@ def test_the_whole_steps_updates_are_written_by_their_regions(optimizer: str) ->
     stages = [s for _, r in _runners(jitted) for s in r.stages if isinstance(s, FusionStage)]
     writing = [s for s in stages if s.writes]
     assert all(b.symbol.name != "broadcast_in_dim" for s in writing for b in s.region)
-    if optimizer == "AdamW":  # its step counters (a ScalarStage runs an op or two with torch)
-        counters = {d.name for s in writing for _, d in s.writes}
-        counters |= {d.name for _, r in _runners(jitted) for _, d in r.copied}
-        assert {f"{name}_step" for name in parameters} <= counters
+    if optimizer == "AdamW":
+        steps = {f"{name}_step" for name in parameters}
+        assert steps <= written
+        if not ON_GPU:  # the step counters are written by a region (a ScalarStage runs an op or two)
+            counters = {d.name for s in writing for _, d in s.writes}
+            counters |= {d.name for _, r in _runners(jitted) for _, d in r.copied}
+            assert steps <= counters
+        # on CUDA, AdamW (not capturable) keeps its step counters on the CPU: no nvFuser region
+        # takes them, the torch executor updates them in place
 
 
 def read_between(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
