@@ -4,12 +4,7 @@ the reason)."""
 from __future__ import annotations
 
 import pytest
-from fusion_write_programs import Mismatch, WriteProgram, check_program, transform_disabled
-
-_SHARED_MEMORY = (
-    "older than copy-backs taken into fusions: thunder traces two input tensors as disjoint memory, so a "
-    "write through one is not seen by a read through the other (no prologue check of overlapping storage)"
-)
+from fusion_write_programs import Mismatch, WriteProgram, check_program, counts, transform_disabled
 
 
 def test_a_view_made_before_the_region_and_read_after_it_keeps_the_copy_out() -> None:
@@ -37,24 +32,33 @@ def test_a_transpose_read_by_a_matmul_before_the_inputs_update() -> None:
     check_program(WriteProgram(["B0[:2]", "B1[:2]"], [(4, 4), (4, 4)], lines, ["b", "v0"]))
 
 
-@pytest.mark.xfail(raises=Mismatch, strict=True, reason=_SHARED_MEMORY)
+def _refused_calls() -> int:
+    return sum(n for key, n in counts["refused"].items() if key.startswith("thunder cannot run"))
+
+
 def test_inputs_sharing_memory_a_write_through_one_read_through_the_other() -> None:
+    # Was a wrong answer (older than the transform, with it disabled too): the trace read ``b`` as
+    # memory of its own. The prologue now refuses the call (prologue_write_overlaps.py).
     program = WriteProgram(["B0", "B0.t()"], [(4, 4), (4, 4)], ["a.add_(1)", "v0 = b * 2"], ["v0"])
+    before = _refused_calls()
     with transform_disabled():
         check_program(program)
+    check_program(program)
+    assert _refused_calls() == before + 2
 
 
-@pytest.mark.xfail(raises=Mismatch, strict=True, reason=_SHARED_MEMORY)
 def test_inputs_sharing_memory_writes_reordered_by_the_region() -> None:
-    # Right with the transform disabled only by the order the copies happen to run in: ``b``'s copy,
-    # taken into the region, now runs before ``a``'s in-place slice write, which eager makes first.
+    # Was a wrong answer: ``b``'s copy, taken into the region, ran before ``a``'s in-place slice
+    # write, which eager makes first. Refused now: ``a`` and ``b`` are views of one base.
     program = WriteProgram(
         ["B0.t()", "B0.view(-1)", "B0.view(-1)"],
         [(4, 4), (4,), (4,)],
         ["a[1:][..., :2] *= 0.25", "b.copy_(b * 2.0)", "v1 = b.clone()", "v2 = a.clone()", "v3 = a @ a.mT"],
         ["c"],
     )
+    before = _refused_calls()
     check_program(program)
+    assert _refused_calls() == before + 1
 
 
 @pytest.mark.xfail(raises=Mismatch, strict=True, reason="older: thunder refuses a .view(-1) that eager makes")

@@ -7,10 +7,9 @@ value gives another answer. On the CPU, where the regions run on torch, the plan
 is checked on the real tensors as well (``fusion_write_programs._unsafe_writes``).
 
 A mismatch is run again with the transform disabled (the oracle): one that happens there too is
-older than the transform. Programs whose inputs share memory (two views of one base) are counted,
-not failed, either way: thunder traces two input tensors as disjoint memory, a limitation older than
-the transform, which relies on it too (xfail examples in ``test_fusion_write_regressions.py``). Any
-other mismatch fails the test.
+older than the transform. Either fails the test. Programs whose written inputs share memory with
+another input (two views of one base) are refused by the prologue's ``CHECK_WRITES_APART``
+(``InputsShareMemoryError``, counted under "refused"); those whose shared inputs are only read run.
 
 The default ("ci" profile) runs a derandomized budget of programs; ``THUNDER_FUZZ_PROFILE=long
 python -m pytest tests/fuzz/test_fusion_writes_fuzz.py -m slow`` runs ``THUNDER_FUZZ_EXAMPLES`` new
@@ -49,12 +48,6 @@ def check_against_oracle(program: WriteProgram) -> None:
             older = False
         except Mismatch:
             older = True
-        if program.shares_memory:  # thunder's older limitation, whichever way it shows
-            key = (
-                f"inputs sharing memory: {'older failures' if older else 'failures only with the transform'}"
-            )
-            counts[key] = counts.get(key, 0) + 1
-            return
         if older:
             raise Mismatch(f"older than the transform (also fails with it disabled):\n{error}") from None
         raise Mismatch(f"the transform made it wrong (right with it disabled):\n{error}") from None

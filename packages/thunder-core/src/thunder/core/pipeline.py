@@ -27,7 +27,7 @@ from thunder.core.compile_transform import (
     compile_transforms,
     trace_transforms,
 )
-from thunder.core.cuda_graphs import GraphedFunction, with_cuda_graphs
+from thunder.core.cuda_graphs import GraphedFunction, mutated_inputs, with_cuda_graphs
 from thunder.core.diagnostics import instrumented_compile
 from thunder.core.diagnostics.recompiles import RecompileReason, explain_miss, record_recompile
 from thunder.core.diagnostics.tracebacks import with_user_frames
@@ -36,6 +36,11 @@ from thunder.core.epilogue import Epilogue
 from thunder.core.executor import Executor, resolve_executors
 from thunder.core.options import CACHE_OPTIONS, check_callable, check_compile_options
 from thunder.core.prologue import GuardFailure, add_size_guards, fold_layout_guards
+from thunder.core.prologue_write_overlaps import (
+    CHECK_WRITES_APART,
+    InputsShareMemoryError,
+    add_write_overlap_check,
+)
 from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.symbol import BoundSymbol
@@ -357,6 +362,23 @@ def _rejects_its_own_call(fn: Callable, entry: CacheEntry, args: tuple, kwargs: 
     )
 
 
+def _inputs_sharing_memory(
+    fn: Callable, entry: CacheEntry, args: tuple, kwargs: dict
+) -> InputsShareMemoryError | None:
+    """The error for a call whose just-compiled prologue rejects it because an input the program
+    writes in place shares memory with another tensor input (core/prologue_write_overlaps.py), or
+    None when another check rejected it."""
+    reason = explain_miss(fn, [entry], args, kwargs)
+    if reason.check != CHECK_WRITES_APART.name:
+        return None
+    found = reason.message.split(" because ", 1)[-1].split(f" ({CHECK_WRITES_APART.name} in", 1)[0]
+    return InputsShareMemoryError(
+        f"thunder cannot run {getattr(fn, '__qualname__', fn)!r} for this call: {found}. thunder traces each tensor input as memory of its "
+        "own, so the program's answer could differ from eager's, which sees the write through both. "
+        "Pass a copy (.clone()) of one of them, or make the in-place write outside the jitted function."
+    )
+
+
 _dynamo_is_tracing = torch.compiler.is_compiling
 
 
@@ -446,6 +468,12 @@ class JittedFunction:
         try:
             inputs = entry.prologue(*args, **kwargs)
         except GuardFailure:
+            shared = _inputs_sharing_memory(self._compile_data.fn, entry, args, kwargs)
+            if shared is not None:
+                with self._lock:  # no later call can use it either
+                    if entry in self._cache:
+                        self._cache.remove(entry)
+                raise shared from None
             # Tracing changed a value the trace read (transformers sets ``config.problem_type`` on the
             # first call): the program's state is now another one, so trace it again, once.
             entry = self._compile(args, kwargs)
@@ -510,6 +538,8 @@ class JittedFunction:
         codegen_start = time.perf_counter()
         add_size_guards(result.prologue)  # every guard on a symbolic size is known now
         checks = fold_layout_guards(result.prologue)  # and every layout guard
+        written = mutated_inputs(result.computation)
+        add_write_overlap_check(result.prologue, {result.computation.args[i].name for i in written})
         if checks is not None and isinstance(run, GraphedFunction):
             run.checked_strides = checks.covered  # a graph's key leaves out the strides checked there
         entry = CacheEntry(

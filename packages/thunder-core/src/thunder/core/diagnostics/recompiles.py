@@ -49,6 +49,7 @@ from thunder.core.prologue import (
     shown_value,
 )
 from thunder.core.prologue_fetches import HOIST
+from thunder.core.prologue_write_overlaps import CHECK_WRITES_APART
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace
 
@@ -298,6 +299,18 @@ def _explain_same(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _
     return _Finding(f"{what} is no longer the same object as {first}", what, before, after)
 
 
+def _explain_writes_apart(
+    bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer
+) -> _Finding:
+    name, proxies, _ = bound.args
+    found = frame.f_globals[name].overlap(tuple(frame.f_locals.get(p.name) for p in proxies))
+    if found is None:  # accepted when read again
+        return _Finding("the inputs written in place shared memory with other inputs", "")
+    written, other = (describer.describe(proxies[k].name) for k in found)
+    summary = f"{written}, which the program writes in place, shares memory with {other}"
+    return _Finding(summary, written, "memory of its own", f"memory shared with {other}")
+
+
 def _explain_empty(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
     for expression in bound.args:
         value = _evaluate(expression, frame)
@@ -326,6 +339,7 @@ _EXPLAINERS: dict[str, Callable[..., _Finding]] = {
     CHECK_EMPTY.id: _explain_empty,
     CHECK_HOOKS.id: _explain_empty,
     "layouts.guard": _explain_layout,
+    CHECK_WRITES_APART.id: _explain_writes_apart,
 }
 
 
