@@ -18,6 +18,7 @@ overlapping.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -46,7 +47,7 @@ _EXACT_COMPARISON_ELEMENTS = 1 << 22
 
 def _storage_address(t: torch.Tensor) -> int:
     try:
-        return t.untyped_storage().data_ptr()
+        return _STORAGE_OF(t)
     except Exception:  # noqa: BLE001 -- no storage of its own (a sparse or wrapper tensor): never shared here
         return 0
 
@@ -90,8 +91,13 @@ def memory_overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(reached[_element_offsets(b, base)].any())
 
 
-_STORAGE = torch.Tensor.untyped_storage
-_STORAGE_ADDRESS = torch.UntypedStorage.data_ptr
+# Which storage a tensor is in: the address of its StorageImpl, one C call without a Python storage
+# object (torch._C._storage_address; a private function, so the public spelling where it is gone).
+def _storage_data_address(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+_STORAGE_OF: Callable[[torch.Tensor], int] = getattr(torch._C, "_storage_address", _storage_data_address)
 
 
 class WriteOverlaps:
@@ -111,12 +117,12 @@ class WriteOverlaps:
     def overlap(self, tensors: tuple) -> tuple[int, int] | None:
         """A (written position, other position) pair of tensors sharing memory, or None."""
         try:
-            addresses = list(map(_STORAGE_ADDRESS, map(_STORAGE, tensors)))
+            addresses = list(map(_STORAGE_OF, tensors))
         except Exception:  # noqa: BLE001 -- a tensor without a storage of its own is among them
             addresses = [_storage_address(t) for t in tensors]
         if len(set(addresses)) == len(addresses):
             return None  # the common case: every tensor in a storage of its own
-        written = [addresses[i] for i in self.written if addresses[i]]  # 0: no storage, or an empty one
+        written = [addresses[i] for i in self.written if addresses[i]]  # 0: no storage
         alone = set(written)
         if len(alone) == len(written) and sum(a in alone for a in addresses) == len(written):
             return None  # only tensors that are not written share storages
