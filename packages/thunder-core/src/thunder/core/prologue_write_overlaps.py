@@ -18,6 +18,7 @@ overlapping.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -104,9 +105,12 @@ class WriteOverlaps:
     """``check(*tensors)``: True when none of the tensors at positions ``written`` shares memory with
     another of ``tensors`` (the computation's tensor inputs, in the prologue's order)."""
 
-    def __init__(self, written: tuple[int, ...]):
+    def __init__(self, written: tuple[int, ...], count: int):
         self.written = written
         self._written_set = frozenset(written)
+        others = tuple(k for k in range(count) if k not in self._written_set)
+        self._pick_written = _picker(written)
+        self._pick_others = _picker(others)
         # tensors over a written storage as on the last call that passed: their storages, addresses
         # and strides (a flat buffer's views are swept once, not on every call)
         self._passed_shared: tuple | None = None
@@ -122,10 +126,11 @@ class WriteOverlaps:
             addresses = [_storage_address(t) for t in tensors]
         if len(set(addresses)) == len(addresses):
             return None  # the common case: every tensor in a storage of its own
-        written = [addresses[i] for i in self.written if addresses[i]]  # 0: no storage
+        written = self._pick_written(addresses)
         alone = set(written)
-        if len(alone) == len(written) and sum(a in alone for a in addresses) == len(written):
-            return None  # only tensors that are not written share storages
+        if len(alone) == len(written) and alone.isdisjoint(self._pick_others(addresses)):
+            return None  # only tensors that are not written share storages (a decode step's positions)
+        alone.discard(0)  # 0: no storage
         shared: dict[int, list[int]] = {}  # storage address -> positions, for the written storages
         for position, address in enumerate(addresses):
             if address in alone:
@@ -144,6 +149,16 @@ class WriteOverlaps:
                 return found
         self._passed_shared = key
         return None
+
+
+def _picker(positions: tuple[int, ...]) -> Callable[[list], tuple]:
+    """The items at ``positions`` of a list, as a tuple, picked at C speed."""
+    if not positions:
+        return lambda items: ()
+    if len(positions) == 1:
+        only = positions[0]
+        return lambda items: (items[only],)
+    return operator.itemgetter(*positions)
 
 
 def _overlap_among(tensors: tuple, positions: list[int], written: frozenset[int]) -> tuple[int, int] | None:
@@ -182,7 +197,7 @@ def write_overlap_check(
 ) -> BoundSymbol:
     """The ``CHECK_WRITES_APART`` line for the tensor inputs ``proxies`` of which those at ``written``
     are written, its ``WriteOverlaps`` bound as ``name`` in ``constants``."""
-    constants[name] = WriteOverlaps(written)
+    constants[name] = WriteOverlaps(written, len(proxies))
     return BoundSymbol(CHECK_WRITES_APART, (name, proxies, written))
 
 
