@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import thunder
-from thunder.core.prologue_write_overlaps import InputsShareMemoryError, memory_overlaps
+from thunder.core.prologue_write_overlaps import InputsShareMemoryError, WriteOverlaps, memory_overlaps
 from thunder.executors.nvfuser.executor import NvFuserExecutor
 
 
@@ -189,3 +189,28 @@ def test_memory_overlaps_compares_elements_of_interleaved_views() -> None:
     assert not memory_overlaps(B[0], B[1])
     assert not memory_overlaps(B[0], torch.empty(0))
     assert not memory_overlaps(B, torch.randn(6, 6))
+
+
+def test_the_check_sees_a_tensor_moved_into_a_written_ones_memory_between_calls() -> None:
+    """A tensor that is the same object as on the last call but was moved (``.data =``, ``set_``), or a
+    new object, is looked at again: a check that remembered the last call's storages by the tensors'
+    identity would miss it."""
+    checks = WriteOverlaps(written=(0,), count=3)
+    w, r, s = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4)
+    assert checks.check(w, r, s) and checks.check(w, r, s)
+    r.data = w.data.t()  # the same object, now over w's memory
+    assert checks.overlap((w, r, s)) == (0, 1)
+    r = torch.randn(4, 4)
+    assert checks.check(w, r, s)
+    s.set_(w.untyped_storage(), 4, (4,), (1,))  # the same object, now w's second row
+    assert checks.overlap((w, r, s)) == (0, 2)
+    s = torch.randn(4)
+    assert checks.check(w, r, s)
+    assert checks.overlap((w, r, w[1])) == (0, 2)  # a new object over w's memory
+    shared = torch.randn(8)
+    assert checks.check(w, shared[:4], shared[4:])  # inputs that are only read may share memory
+    assert checks.check(w, shared[:4], shared[4:])
+    assert checks.check(w[:3], w[2:], s) is False  # an input read over the written one's memory
+    assert checks.check(w[:2], w[2:], s)  # over its storage, not its memory
+    assert checks.check(w[:, :2], torch.randn(2, 4), w[:, 1]) is False
+    assert checks.check(w[:, :2], torch.randn(2, 4), w[:, 2])
