@@ -282,6 +282,9 @@ class Mutations:
         self.trace = trace
         self.roots: dict[str, _Root] = {}
         self.aliases: dict[str, _Alias] = {}
+        # for each proxy that has been an alias's value: that alias, the tensor the user's code holds
+        # (whose layout the value keeps); an older value still stands for it (``layouts._held_name``)
+        self.holders: dict[str, str] = {}
         self._busy = 0  # >0 while this table records ops of its own (replays, write-backs)
         for bound_symbol in trace.bound_symbols:  # views taken before the first mutation
             self._note_views(bound_symbol, (bound_symbol.args, bound_symbol.kwargs))
@@ -308,6 +311,7 @@ class Mutations:
             finally:
                 self._busy -= 1
             alias.value, alias.generation = value, root.generation
+            self.holders[value.name] = proxy.name
         return alias.value
 
     def resolve(self, values: Any) -> Any:
@@ -432,6 +436,7 @@ class Mutations:
         root.value = new
         root.generation += 1
         alias.value, alias.generation = value, root.generation
+        self.holders[new.name], self.holders[value.name] = alias.root, proxy.name
 
     def mutated_inputs(self) -> list[tuple[TensorProxy, TensorProxy]]:
         inputs = {p.name for p in self.trace.args if isinstance(p, TensorProxy)}

@@ -49,14 +49,17 @@ class _Chains:
 
     def of(self, trace: Trace, proxy: TensorProxy) -> tuple[TensorProxy, tuple]:
         for bound_symbol in trace.bound_symbols[self.scanned :]:
-            self._note(bound_symbol)
+            self._note(trace, bound_symbol)
         self.scanned = len(trace.bound_symbols)
+        return self._chain(trace, proxy)
+
+    def _chain(self, trace: Trace, proxy: TensorProxy) -> tuple[TensorProxy, tuple]:
         name = _held_name(trace, proxy)
         roots = trace.mutations.roots if trace.mutations is not None else {}
         held = roots[name].proxy if name in roots else proxy  # an updated input is still that input
         return self.chains.get(name, (held, ()))
 
-    def _note(self, bound_symbol: BoundSymbol) -> None:
+    def _note(self, trace: Trace, bound_symbol: BoundSymbol) -> None:
         if not is_view_symbol(bound_symbol.symbol) or not bound_symbol.args:
             for output in bound_symbol.proxy_outputs():
                 if isinstance(output, TensorProxy):
@@ -65,7 +68,9 @@ class _Chains:
         source = bound_symbol.args[0]
         if not isinstance(source, TensorProxy):
             return
-        root, steps = self.chains.get(source.name, (source, ()))
+        # a view of an updated tensor views the tensor the user's code holds, not the write-backs that
+        # made its value (``x.t()`` after a write through ``x[0]`` is a transpose of the layout of ``x``)
+        root, steps = self._chain(trace, source)
         for name, chain in view_chains(bound_symbol, source).items():
             more = tuple(torch_step(step) for step in chain)
             if name != source.name and all(step is not None for step in more):
@@ -76,16 +81,19 @@ _chains: weakref.WeakKeyDictionary[Trace, _Chains] = weakref.WeakKeyDictionary()
 
 
 def _held_name(trace: Trace, proxy: TensorProxy) -> str:
-    """The name of the tensor the user's code holds whose current value ``proxy`` is: after an in-place
-    update a value is made by write-backs (``core/inplace.py``: a transpose of a slice write, for a
-    write through ``y.t()[::2]``), whose chain is not the layout of the tensor it stands for."""
+    """The name of the tensor the user's code holds whose value ``proxy`` is (now, or before a later
+    update): after an in-place update a value is made by write-backs (``core/inplace.py``: a transpose
+    of a slice write, for a write through ``y.t()[::2]``), whose chain is not the layout of the tensor
+    it stands for."""
     mutations = trace.mutations
     if mutations is None:
         return proxy.name
     for name, alias in mutations.aliases.items():
         if alias.value is proxy and alias.generation == mutations.roots[alias.root].generation:
             return name
-    return proxy.name
+    if proxy.name in mutations.aliases:  # a tensor the user's code holds (``a.copy_(b)`` made it a's value)
+        return proxy.name
+    return mutations.holders.get(proxy.name, proxy.name)
 
 
 def _hinted(value: Any) -> Any:
