@@ -348,7 +348,26 @@ class Mutations:
                 return new_view_object(self.trace, symbol, held)
             return self._copy_of(output)
         self._note_views(bound_symbol, user_arguments)
+        if isinstance(output, (tuple, list)) and is_view_symbol(symbol):
+            return self._pieces_viewing_inputs(symbol, output, resolved, user)
         return output
+
+    def _pieces_viewing_inputs(self, symbol: Symbol, output: tuple | list, resolved: list, user: list) -> Any:
+        """A view symbol's pieces that are an input itself (``x.split(n)`` or ``x.chunk(1)`` with one
+        piece, ``x.tensor_split(1)``): eager's piece is a new tensor viewing the input, so a write into
+        it reaches the input (and the input's later writes reach it). Each becomes a view of its own,
+        as a single output that is its input does (``new_view_object``)."""
+        if not any(piece is p for piece in output for p in resolved):
+            return output
+        pieces = []
+        for piece in output:
+            position = next((i for i, p in enumerate(resolved) if piece is p), None)
+            if position is None:
+                pieces.append(piece)
+                continue
+            held = user[position] if len(user) == len(resolved) else piece
+            pieces.append(new_view_object(self.trace, symbol, held))
+        return type(output)(pieces)
 
     def _note_views(self, bound_symbol: BoundSymbol, user_arguments: tuple[tuple, dict]) -> None:
         resolved = [p for p in bound_symbol.proxy_args() if isinstance(p, TensorProxy)]
@@ -526,7 +545,14 @@ def note_aliasing(trace: Trace, bound_symbol: BoundSymbol, user_arguments: tuple
     """Called by ``Symbol.__call__`` once a trace has mutations, or when a symbol returned an input."""
     symbol = bound_symbol.symbol
     if trace.mutations is None and (symbol.id in ALIAS_SYMBOL_IDS or is_view_symbol(symbol)):
-        return new_view_object(trace, symbol, bound_symbol.output)
+        output = bound_symbol.output
+        if isinstance(output, (tuple, list)):  # the pieces that are an input (``x.split(n)``, one piece)
+            inputs = bound_symbol.proxy_args()
+            return type(output)(
+                new_view_object(trace, symbol, piece) if any(piece is p for p in inputs) else piece
+                for piece in output
+            )
+        return new_view_object(trace, symbol, output)
     return Mutations.of(trace).recorded(bound_symbol, user_arguments)
 
 

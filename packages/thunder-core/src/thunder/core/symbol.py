@@ -76,7 +76,11 @@ class Symbol:
         _as_eager_requires_grad(self, args, output, grad_enabled)
         bound_symbol = BoundSymbol(self, args, kwargs, output, subsymbols, grad_enabled)
         trace.record(bound_symbol)
-        returns_an_input = isinstance(output, TensorProxy) and any(a is output for a in args)
+        returns_an_input = (
+            any(a is output for a in args)
+            if isinstance(output, TensorProxy)
+            else isinstance(output, (tuple, list)) and any(o is a for o in output for a in args)
+        )
         if trace.mutations is not None or returns_an_input:
             from thunder.core.inplace import note_aliasing  # views, and ops that return an input
 
