@@ -4,7 +4,8 @@
 Eager's piece is a new tensor viewing the input: a write into it reaches the input, and a write into
 the input reaches it. thunder's decomposition returns the input's proxy itself for such a piece; it
 was taken for a copy once the program had written an input (the returned piece was a tensor of its
-own, so the caller's write into it was lost: a silent wrong answer found on 2026-11-28).
+own, so the caller's write into it was lost: a silent wrong answer found on 2026-11-28). Also here:
+``torch.as_tensor`` of a tensor, which eager returns itself, found by the same probe.
 """
 
 from __future__ import annotations
@@ -85,3 +86,24 @@ def test_gradients_reach_the_input_through_a_whole_piece() -> None:
         jitted(x).backward()
         f(x_eager).backward()
         torch.testing.assert_close(x.grad, x_eager.grad)
+
+
+@pytest.mark.parametrize("write_first", [False, True])
+def test_as_tensor_of_a_tensor_is_that_tensor(write_first: bool) -> None:
+    """``torch.as_tensor(x)`` (its own dtype and device) returns ``x`` itself in eager: a write through
+    the result reaches ``x``. It was a copy under thunder (found with the split pieces above)."""
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        if write_first:
+            x.add_(1)
+        return torch.as_tensor(x, dtype=x.dtype)
+
+    jitted = thunder.jit(f)
+    for _ in range(2):
+        x = torch.randn(4)
+        x_eager = x.clone()
+        actual, expected = jitted(x), f(x_eager)
+        assert (actual is x) == (expected is x_eager)
+        actual.mul_(3)
+        expected.mul_(3)
+        torch.testing.assert_close(x, x_eager)

@@ -52,14 +52,15 @@ __all__ = [
 # one of its inputs (an optimization in a decomposition) returns a copy in eager, and is treated so.
 # So do the dropouts that drop nothing (``training=False`` or ``p=0``), ``positive``, ``conj`` of a
 # real tensor, ``resolve_conj``/``resolve_neg`` and ``sum_to_size`` to the same size: a write through
-# ``F.dropout(x, training=False)`` reaches ``x`` in eager.
+# ``F.dropout(x, training=False)`` reaches ``x`` in eager. So does ``torch.as_tensor(x)`` of a tensor
+# with its own dtype and device (eager returns ``x`` itself; a write through it was lost until 2026-11-28).
 ALIAS_SYMBOL_IDS = frozenset(
     {"ltorch.to", "ltorch.type_as", "ltorch.float", "ltorch.double", "ltorch.half", "ltorch.bfloat16",
      "ltorch.long", "ltorch.int", "ltorch.bool", "ltorch.contiguous", "ltorch.detach", "ltorch.type",
      "ltorch.short", "ltorch.char", "ltorch.byte", "ltorch.cfloat", "ltorch.cdouble", "ltorch.positive",
      "ltorch.conj", "ltorch.resolve_conj", "ltorch.resolve_neg", "ltorch.sum_to_size", "ltorch.dropout",
      "ltorch.alpha_dropout", "ltorch.feature_alpha_dropout", "ltorch.dropout1d", "ltorch.dropout2d",
-     "ltorch.dropout3d"}
+     "ltorch.dropout3d", "ltorch.as_tensor"}
 )  # fmt: skip
 
 # ---------------------------------------------------------------------------------------------
