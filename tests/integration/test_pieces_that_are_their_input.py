@@ -107,3 +107,23 @@ def test_as_tensor_of_a_tensor_is_that_tensor(write_first: bool) -> None:
         actual.mul_(3)
         expected.mul_(3)
         torch.testing.assert_close(x, x_eager)
+
+
+@pytest.mark.parametrize("same_dtype", [True, False])
+def test_the_tensor_copy_returns_is_its_destination(same_dtype: bool) -> None:
+    """``c.copy_(a)`` returns ``c`` itself in eager. Its value is ``a`` itself (an input too), which the
+    output got a copy of, so the returned tensor was neither ``c`` nor a view of it: a write through
+    it was lost (found by the same probe)."""
+
+    def f(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return c.copy_(a)
+
+    jitted = thunder.jit(f)
+    for _ in range(2):
+        a, c = torch.randn(4), torch.randn(4, dtype=torch.float32 if same_dtype else torch.float64)
+        a_eager, c_eager = a.clone(), c.clone()
+        actual, expected = jitted(a, c), f(a_eager, c_eager)
+        assert actual is c and expected is c_eager
+        actual.mul_(2)
+        expected.mul_(2)
+        torch.testing.assert_close((a, c), (a_eager, c_eager))

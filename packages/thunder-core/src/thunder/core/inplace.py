@@ -1086,11 +1086,14 @@ def finish(trace: Trace, output: Any) -> Any:
             returned_inputs[id(value)] = destination
     # An input updated in place and returned is returned itself, as in eager mode: the same object
     # (later writes to it reach the caller's tensor), with its own requires_grad. With gradients the
-    # value is returned, since the copy into the input is not recorded by autograd.
+    # value is returned, since the copy into the input is not recorded by autograd. Found by the name
+    # the user's code returned, not by the value: ``c.copy_(a); return c`` has ``a`` itself for its
+    # value, which the output gets a copy of (``a`` is an input too), and ``c`` was lost.
+    returned_by_name = {destination.name: destination for destination in returned_inputs.values()}
     leaves, spec = tree_flatten(output)
     leaves = [
-        returned_inputs.get(id(leaf), leaf) if isinstance(leaf, TensorProxy) and as_input else leaf
-        for leaf, as_input in zip(leaves, returned_as_input)
+        returned_by_name.get(name, leaf) if isinstance(leaf, TensorProxy) and as_input else leaf
+        for leaf, as_input, name in zip(leaves, returned_as_input, user_names)
     ]
     # A view of an updated input is taken again of the input itself, as eager's shares its memory
     # (the same condition as above: with gradients the copy into the input is not recorded)
