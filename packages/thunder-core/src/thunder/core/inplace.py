@@ -1092,7 +1092,7 @@ def finish(trace: Trace, output: Any) -> Any:
     returned_by_name = {destination.name: destination for destination in returned_inputs.values()}
     leaves, spec = tree_flatten(output)
     leaves = [
-        returned_by_name.get(name, leaf) if isinstance(leaf, TensorProxy) and as_input else leaf
+        returned_by_name.get(name, leaf) if isinstance(leaf, TensorProxy) and as_input and name else leaf
         for leaf, as_input, name in zip(leaves, returned_as_input, user_names)
     ]
     # A view of an updated input is taken again of the input itself, as eager's shares its memory
