@@ -29,6 +29,7 @@ from thunder.core.executor import (  # noqa: E402
 )
 from thunder.core.module import ThunderModule  # noqa: E402
 from thunder.core.pipeline import compile_data, compile_stats  # noqa: E402
+from thunder.core.prologue_write_overlaps import InputsShareMemoryError  # noqa: E402
 from thunder.core.proxies import DataDependentError  # noqa: E402
 from thunder.core.trace import Trace  # noqa: E402
 from thunder.examine import ExamineReport, examine  # noqa: E402
@@ -61,6 +62,7 @@ __all__ = [
     "ThunderModule",
     "Trace",
     "DataDependentError",
+    "InputsShareMemoryError",
 ]
 
 

@@ -96,6 +96,11 @@ def test_views_of_one_base_that_do_not_overlap_run_as_eager(executors: str, make
     assert thunder.cache_misses(jitted) == 1
 
 
+def test_the_error_is_thunders_public_one() -> None:
+    assert thunder.InputsShareMemoryError is InputsShareMemoryError
+    assert issubclass(InputsShareMemoryError, NotImplementedError)
+
+
 def test_overlapping_inputs_only_read_run_without_a_check() -> None:
     def f(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return a @ b + b.sum()
