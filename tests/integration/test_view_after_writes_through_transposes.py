@@ -151,14 +151,11 @@ def test_matches_eager(name: str, make_input: Callable[[int], torch.Tensor]) -> 
         torch.testing.assert_close(thunder_input, eager_input)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="after a.copy_(b) one trace value stands for a and b; layouts take a's"
-)
 def test_a_view_of_the_source_of_a_copy_into_a_transposed_input() -> None:
-    # Known wrong answer (2026-11-28, since 6eac4ce, which fixed the mirror case ``a.t().contiguous()``
-    # after ``a.copy_(b)``): ``b.t()`` is taken as a view of ``a``'s layout (``a`` transposed, so
-    # ``b.t()`` looks contiguous), ``contiguous()`` returns it itself, and the write reaches ``b``. The
-    # layout check needs the user's own arguments, or ``copy_`` a value of its own for ``a``.
+    # A wrong answer from 6eac4ce (which fixed the mirror case ``a.t().contiguous()`` after
+    # ``a.copy_(b)``) until the layout checks took the user's own arguments (``Mutations.user_call``,
+    # ``view_sources``): ``b.t()`` was taken as a view of ``a``'s layout (``a`` transposed, so ``b.t()``
+    # looked contiguous), ``contiguous()`` returned it itself, and the write reached ``b``.
     def f(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         a.copy_(b)
         y = b.t().contiguous()
@@ -169,3 +166,32 @@ def test_a_view_of_the_source_of_a_copy_into_a_transposed_input() -> None:
     a_eager, b_eager = a.clone().t().contiguous().t(), b.clone()
     torch.testing.assert_close(thunder.jit(f)(a, b), f(a_eager, b_eager))
     torch.testing.assert_close(b, b_eager)
+
+
+@pytest.mark.parametrize("transposed", ["a", "b"])
+@pytest.mark.parametrize(
+    "program", ["b.contiguous()", "a.contiguous()", "b.t().contiguous()", "a.t().contiguous()"]
+)
+def test_after_a_copy_each_tensor_keeps_its_own_layout(transposed: str, program: str) -> None:
+    """After ``a.copy_(b)`` one trace value stands for both; ``contiguous()`` of either aliases or copies
+    by that tensor's own layout, as eager's does (a write into the result reaches the tensor or not)."""
+
+    def f(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        a.copy_(b)
+        y = eval(program, {}, {"a": a, "b": b})  # noqa: S307 -- the test's own expressions
+        y.add_(1)
+        return y
+
+    def inputs() -> tuple[torch.Tensor, torch.Tensor]:
+        a, b = torch.randn(4, 4), torch.randn(4, 4)
+        return (a.t(), b) if transposed == "a" else (a, b.t())
+
+    def same_layout_copy(t: torch.Tensor) -> torch.Tensor:
+        return t.clone() if t.is_contiguous() else t.clone().t().contiguous().t()
+
+    jitted = thunder.jit(f)
+    for _ in range(2):
+        a, b = inputs()
+        a_eager, b_eager = same_layout_copy(a), same_layout_copy(b)
+        torch.testing.assert_close(jitted(a, b), f(a_eager, b_eager))
+        torch.testing.assert_close((a, b), (a_eager, b_eager))

@@ -286,6 +286,12 @@ class Mutations:
         # for each proxy that has been an alias's value: that alias, the tensor the user's code holds
         # (whose layout the value keeps); an older value still stands for it (``layouts._held_name``)
         self.holders: dict[str, str] = {}
+        # the tensors the user's code passed to the top-level symbol being recorded, by the id of the
+        # current value each resolved to (``Symbol.__call__``), and each view's source as the user's
+        # code held it: after ``a.copy_(b)`` one value stands for ``a`` and ``b``, and only the user's
+        # argument tells which one a view or a layout question is about (``layouts._held_name``)
+        self.user_call: dict[int, TensorProxy] = {}
+        self.view_sources: dict[str, TensorProxy] = {}
         self._busy = 0  # >0 while this table records ops of its own (replays, write-backs)
         for bound_symbol in trace.bound_symbols:  # views taken before the first mutation
             self._note_views(bound_symbol, (bound_symbol.args, bound_symbol.kwargs))
@@ -392,6 +398,7 @@ class Mutations:
             view = next(p for p in bound_symbol.proxy_outputs() if p.name == name)
             if isinstance(view, TensorProxy) and view is not resolved:
                 self.aliases[name] = _Alias(source.root, source.chain + chain, view, generation)
+                self.view_sources[name] = user
 
     def _copy_of(self, value: TensorProxy) -> TensorProxy:
         """A tensor equal to ``value`` that does not alias it; it costs nothing until it is mutated."""

@@ -70,11 +70,18 @@ class _Chains:
             return
         # a view of an updated tensor views the tensor the user's code holds, not the write-backs that
         # made its value (``x.t()`` after a write through ``x[0]`` is a transpose of the layout of ``x``)
-        root, steps = self._chain(trace, source)
+        sources = trace.mutations.view_sources if trace.mutations is not None else {}
         for name, chain in view_chains(bound_symbol, source).items():
             more = tuple(torch_step(step) for step in chain)
             if name != source.name and all(step is not None for step in more):
+                held = sources.get(name)  # the tensor the user's code took the view of
+                root, steps = self._chain(trace, source) if held is None else self._held_chain(trace, held)
                 self.chains[name] = (root, steps + more)
+
+    def _held_chain(self, trace: Trace, held: TensorProxy) -> tuple[TensorProxy, tuple]:
+        roots = trace.mutations.roots if trace.mutations is not None else {}
+        root = roots[held.name].proxy if held.name in roots else held
+        return self.chains.get(held.name, (root, ()))
 
 
 _chains: weakref.WeakKeyDictionary[Trace, _Chains] = weakref.WeakKeyDictionary()
@@ -88,6 +95,9 @@ def _held_name(trace: Trace, proxy: TensorProxy) -> str:
     mutations = trace.mutations
     if mutations is None:
         return proxy.name
+    held = mutations.user_call.get(id(proxy))
+    if held is not None:  # asked about an argument of the call being recorded: the tensor passed
+        return held.name
     for name, alias in mutations.aliases.items():
         if alias.value is proxy and alias.generation == mutations.roots[alias.root].generation:
             return name

@@ -60,17 +60,25 @@ class Symbol:
         if not accepts_number_proxies(self):  # shapes, dims, flags: the values themselves, guarded
             args, kwargs = specialize_numbers((args, kwargs))
         user_arguments = (args, kwargs)
-        if trace.mutations is not None:  # in-place ops happened: read the current values (core/inplace.py)
-            args, kwargs = trace.mutations.resolve(user_arguments)
-        if self.is_leaf:
-            assert self.meta is not None, f"{self.id} has neither a meta nor a decomposition"
-            output = self.meta(*args, **kwargs)
-            subsymbols: tuple[BoundSymbol, ...] = ()
-        else:
-            assert self.decomposition is not None
-            with trace.subscope() as scope:
-                output = self.decomposition(*args, **kwargs)
-            subsymbols = tuple(scope)
+        mutations = trace.mutations
+        if mutations is not None:  # in-place ops happened: read the current values (core/inplace.py)
+            args, kwargs = mutations.resolve(user_arguments)
+        outer_call = mutations.user_call if mutations is not None else None
+        if mutations is not None and trace.at_top_level:  # which tensor the user passed (layouts)
+            mutations.user_call = _user_tensors(user_arguments, (args, kwargs))
+        try:
+            if self.is_leaf:
+                assert self.meta is not None, f"{self.id} has neither a meta nor a decomposition"
+                output = self.meta(*args, **kwargs)
+                subsymbols: tuple[BoundSymbol, ...] = ()
+            else:
+                assert self.decomposition is not None
+                with trace.subscope() as scope:
+                    output = self.decomposition(*args, **kwargs)
+                subsymbols = tuple(scope)
+        finally:
+            if mutations is not None and outer_call is not None:
+                mutations.user_call = outer_call
         # Recorded under torch.no_grad() in the user's code: autograd treats the outputs as constants.
         grad_enabled = torch.is_grad_enabled()
         _as_eager_requires_grad(self, args, output, grad_enabled)
@@ -89,6 +97,17 @@ class Symbol:
 
     def __repr__(self) -> str:
         return f"<Symbol {self.id}>"
+
+
+def _user_tensors(user_arguments: Any, resolved: Any) -> dict[int, Any]:
+    """The tensor proxies the user's code passed, by the id of the current value each resolved to."""
+    from thunder.core.pytree import tree_leaves
+
+    return {
+        id(value): held
+        for held, value in zip(tree_leaves(user_arguments), tree_leaves(resolved))
+        if isinstance(held, TensorProxy) and isinstance(value, TensorProxy)
+    }
 
 
 _autocast_enabled = getattr(torch._C, "_is_any_autocast_enabled", None) or (
