@@ -54,7 +54,10 @@ class _Chains:
         return self._chain(trace, proxy)
 
     def _chain(self, trace: Trace, proxy: TensorProxy) -> tuple[TensorProxy, tuple]:
-        name = _held_name(trace, proxy)
+        return self._chain_of(trace, _held_name(trace, proxy), proxy)
+
+    def _chain_of(self, trace: Trace, name: str, proxy: TensorProxy) -> tuple[TensorProxy, tuple]:
+        """The chain of the held tensor ``name`` (whose value is ``proxy``, or which ``proxy`` is)."""
         roots = trace.mutations.roots if trace.mutations is not None else {}
         held = roots[name].proxy if name in roots else proxy  # an updated input is still that input
         return self.chains.get(name, (held, ()))
@@ -75,13 +78,10 @@ class _Chains:
             more = tuple(torch_step(step) for step in chain)
             if name != source.name and all(step is not None for step in more):
                 held = sources.get(name)  # the tensor the user's code took the view of
-                root, steps = self._chain(trace, source) if held is None else self._held_chain(trace, held)
+                root, steps = (
+                    self._chain(trace, source) if held is None else self._chain_of(trace, held.name, held)
+                )
                 self.chains[name] = (root, steps + more)
-
-    def _held_chain(self, trace: Trace, held: TensorProxy) -> tuple[TensorProxy, tuple]:
-        roots = trace.mutations.roots if trace.mutations is not None else {}
-        root = roots[held.name].proxy if held.name in roots else held
-        return self.chains.get(held.name, (root, ()))
 
 
 _chains: weakref.WeakKeyDictionary[Trace, _Chains] = weakref.WeakKeyDictionary()
