@@ -356,25 +356,9 @@ class Mutations:
             return self._copy_of(output)
         self._note_views(bound_symbol, user_arguments)
         if isinstance(output, (tuple, list)) and is_view_symbol(symbol):
-            return self._pieces_viewing_inputs(symbol, output, resolved, user)
+            passed = user if len(user) == len(resolved) else resolved
+            return pieces_viewing_inputs(self.trace, symbol, output, resolved, passed)
         return output
-
-    def _pieces_viewing_inputs(self, symbol: Symbol, output: tuple | list, resolved: list, user: list) -> Any:
-        """A view symbol's pieces that are an input itself (``x.split(n)`` or ``x.chunk(1)`` with one
-        piece, ``x.tensor_split(1)``): eager's piece is a new tensor viewing the input, so a write into
-        it reaches the input (and the input's later writes reach it). Each becomes a view of its own,
-        as a single output that is its input does (``new_view_object``)."""
-        if not any(piece is p for piece in output for p in resolved):
-            return output
-        pieces = []
-        for piece in output:
-            position = next((i for i, p in enumerate(resolved) if piece is p), None)
-            if position is None:
-                pieces.append(piece)
-                continue
-            held = user[position] if len(user) == len(resolved) else piece
-            pieces.append(new_view_object(self.trace, symbol, held))
-        return type(output)(pieces)
 
     def _note_views(self, bound_symbol: BoundSymbol, user_arguments: tuple[tuple, dict]) -> None:
         resolved = [p for p in bound_symbol.proxy_args() if isinstance(p, TensorProxy)]
@@ -556,12 +540,24 @@ def note_aliasing(trace: Trace, bound_symbol: BoundSymbol, user_arguments: tuple
         output = bound_symbol.output
         if isinstance(output, (tuple, list)):  # the pieces that are an input (``x.split(n)``, one piece)
             inputs = bound_symbol.proxy_args()
-            return type(output)(
-                new_view_object(trace, symbol, piece) if any(piece is p for p in inputs) else piece
-                for piece in output
-            )
+            return pieces_viewing_inputs(trace, symbol, output, inputs, inputs)
         return new_view_object(trace, symbol, output)
     return Mutations.of(trace).recorded(bound_symbol, user_arguments)
+
+
+def pieces_viewing_inputs(
+    trace: Trace, symbol: Symbol, output: tuple | list, resolved: Any, held: Any
+) -> Any:
+    """A view symbol's pieces that are an input itself (``x.split(n)`` or ``x.chunk(1)`` with one
+    piece, ``x.tensor_split(1)``): eager's piece is a new tensor viewing the input, so a write into
+    it reaches the input (and the input's later writes reach it). Each becomes a view of its own of
+    the tensor the user's code held there (``held[i]`` for ``resolved[i]``), as a single output that
+    is its input does (``new_view_object``)."""
+    pieces = []
+    for piece in output:
+        position = next((i for i, p in enumerate(resolved) if piece is p), None)
+        pieces.append(piece if position is None else new_view_object(trace, symbol, held[position]))
+    return type(output)(pieces)
 
 
 def new_view_object(trace: Trace, symbol: Symbol, output: TensorProxy) -> TensorProxy:
@@ -1070,7 +1066,7 @@ def finish(trace: Trace, output: Any) -> Any:
     # an input the program also updates gets its own tensor from the snapshot below, taken before the
     # update; a copy recorded here would read the input after it (v = a.clone(); v.copy_(a); a.add_(1))
     output = _copies_of_written_inputs(trace, mutations.resolve(output), user_names, destinations)
-    returned_inputs: dict[int, TensorProxy] = {}
+    returned_inputs: dict[str, TensorProxy] = {}  # by name: the updated inputs returned themselves
     # An output that is an input's value from before its update (``v = a.clone(); a.add_(1); return v``:
     # the functional clone is ``a`` itself) must not be the input, which the epilogue overwrites.
     overwritten = {id(destination) for destination, _ in copies}
@@ -1090,21 +1086,20 @@ def finish(trace: Trace, output: Any) -> Any:
         # recorded directly: calling the symbol would replace ``destination`` by its current value
         trace.record(BoundSymbol(copy_symbol(), (destination, value), {}, None, (), grad_enabled=False))
         if not (torch.is_grad_enabled() and (value.requires_grad or destination.requires_grad)):
-            returned_inputs[id(value)] = destination
+            returned_inputs[destination.name] = destination
     # An input updated in place and returned is returned itself, as in eager mode: the same object
     # (later writes to it reach the caller's tensor), with its own requires_grad. With gradients the
     # value is returned, since the copy into the input is not recorded by autograd. Found by the name
     # the user's code returned, not by the value: ``c.copy_(a); return c`` has ``a`` itself for its
     # value, which the output gets a copy of (``a`` is an input too), and ``c`` was lost.
-    returned_by_name = {destination.name: destination for destination in returned_inputs.values()}
     leaves, spec = tree_flatten(output)
     leaves = [
-        returned_by_name.get(name, leaf) if isinstance(leaf, TensorProxy) and as_input and name else leaf
+        returned_inputs.get(name, leaf) if isinstance(leaf, TensorProxy) and as_input and name else leaf
         for leaf, as_input, name in zip(leaves, returned_as_input, user_names)
     ]
     # A view of an updated input is taken again of the input itself, as eager's shares its memory
     # (the same condition as above: with gradients the copy into the input is not recorded)
-    inputs_returned = {destination.name for destination in returned_inputs.values()}
+    inputs_returned = set(returned_inputs)
     for position, (destination, steps) in returned_views.items():
         if destination.name in inputs_returned:
             view = _returned_view_meta(destination, steps, leaves[position])
