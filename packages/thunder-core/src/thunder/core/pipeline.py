@@ -371,7 +371,7 @@ def _inputs_sharing_memory(
     reason = explain_miss(fn, [entry], args, kwargs)
     if reason.check != CHECK_WRITES_APART.name:
         return None
-    found = reason.message.split(" because ", 1)[-1].split(f" ({CHECK_WRITES_APART.name} in", 1)[0]
+    found = f"{reason.what}, which the program writes in place, {reason.after}"
     return InputsShareMemoryError(
         f"thunder cannot run {getattr(fn, '__qualname__', fn)!r} for this call: {found}. thunder traces each tensor input as memory of its "
         "own, so the program's answer could differ from eager's, which sees the write through both. "

@@ -308,7 +308,7 @@ def _explain_writes_apart(
         return _Finding("the inputs written in place shared memory with other inputs", "")
     written, other = (describer.describe(proxies[k].name) for k in found)
     summary = f"{written}, which the program writes in place, shares memory with {other}"
-    return _Finding(summary, written, "memory of its own", f"memory shared with {other}")
+    return _Finding(summary, written, "memory of its own", f"shares memory with {other}")
 
 
 def _explain_empty(bound: BoundSymbol, frame: FrameType, inner: Any, describer: _Describer) -> _Finding:
