@@ -1,6 +1,7 @@
 """Tensor methods in every spelling eager accepts (``x.flip(0, 1)``, ``x.tile(2)``, ``dims=``), through
-``thunder.jit``: the torch executor calls the torch callable a symbol stands for with the arguments as
-they were written, so that callable must accept the method's spellings too."""
+``thunder.jit``: the torch executor calls a torch callable the symbol stands for with the arguments the
+trace recorded, which are the function's spelling (the frontend gathers a method's ints into a tuple;
+test_size_argument_forms.py has every form)."""
 
 from __future__ import annotations
 

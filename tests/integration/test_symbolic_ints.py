@@ -69,9 +69,10 @@ def test_an_int_attribute_that_changes_becomes_symbolic() -> None:
         prologue = str(entry.prologue_traces[-1])
         assert "if type(s0) is not int: raise GuardFailure" in prologue
         assert "if not (s0 >= 2): raise GuardFailure" in prologue
-        # the written value is computed by the computation: ``1 + s0``, not the traced constant
+        # the written value is computed by the computation: ``1 + s0``, not the traced constant (the
+        # size as torch.zeros's signature spells it, a tuple)
         computation = str(entry.computation_traces[-1])
-        assert "torch.zeros((1 + s0))" in computation and "(1 + s0)" in computation.splitlines()[-1]
+        assert "torch.zeros(((1 + s0),))" in computation and "(1 + s0)" in computation.splitlines()[-1]
     assert any("if not (1 + s0 > 5): raise GuardFailure" in str(e.prologue_traces[-1]) for e in symbolic)
 
 

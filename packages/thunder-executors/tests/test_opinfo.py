@@ -122,17 +122,28 @@ def adapter_for(opinfo: OpInfo) -> Callable[[Callable], Callable]:
     return WRAPPED_OPS.get(_opinfo_id(opinfo), (None, _same_arguments))[1]
 
 
-def symbol_for_opinfo(opinfo: OpInfo) -> Symbol | None:
-    """The thunder symbol standing for the OpInfo's operator, through its function, method or F name."""
+def _torch_callables_of(opinfo: OpInfo) -> list[Any]:
+    """The OpInfo's operator as its function, method or F name, in that order."""
     wrapped = WRAPPED_OPS.get(_opinfo_id(opinfo), (None,))[0]
     candidates = [wrapped, opinfo.op, getattr(torch.Tensor, opinfo.name, None)]
     if opinfo.name.startswith("nn.functional."):
         candidates.append(getattr(F, opinfo.name.removeprefix("nn.functional."), None))
-    for candidate in candidates:
-        symbol = ltorch.symbol_for(candidate) if candidate is not None else None
-        if symbol is not None:
-            return symbol
-    return None
+    return [candidate for candidate in candidates if candidate is not None]
+
+
+def symbol_for_opinfo(opinfo: OpInfo) -> Symbol | None:
+    """The thunder symbol standing for the OpInfo's operator, through its function, method or F name."""
+    symbols = (ltorch.symbol_for(candidate) for candidate in _torch_callables_of(opinfo))
+    return next((symbol for symbol in symbols if symbol is not None), None)
+
+
+def callable_for_opinfo(opinfo: OpInfo) -> Callable:
+    """What the frontend calls for the OpInfo's operator: its symbol, or, for a method that takes an int
+    list as ints one by one (``x.sum_to_size(1, 3)``), the symbol behind the gathering of the ints."""
+    callables = (ltorch.callable_for(candidate) for candidate in _torch_callables_of(opinfo))
+    found = next((call for call in callables if call is not None), None)
+    assert found is not None, f"{opinfo.name} has no thunder symbol"
+    return found
 
 
 def covered_opinfos() -> list[tuple[OpInfo, Symbol]]:
@@ -196,7 +207,7 @@ PRIMS_ONLY = _prims_only_executor()
 
 
 def compile_symbol(
-    symbol: Symbol, mode: str, adapter: Callable[[Callable], Callable] = _same_arguments
+    symbol: Callable, mode: str, adapter: Callable[[Callable], Callable] = _same_arguments
 ) -> Callable:
     call = adapter(symbol)
 
@@ -271,7 +282,7 @@ def check_sample(
 ) -> str | None:
     """None when thunder agrees with eager on ``sample``, else a description of the disagreement."""
     expected = run(opinfo.op, sample)
-    actual = run(compile_symbol(symbol, mode, adapter_for(opinfo)), sample)
+    actual = run(compile_symbol(callable_for_opinfo(opinfo), mode, adapter_for(opinfo)), sample)
     return compare_outcomes(opinfo, sample, actual, expected, dtype)
 
 
@@ -479,7 +490,7 @@ def test_dropout_rejects_bad_probability(mode: str) -> None:
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_rand(mode: str, dtype: torch.dtype) -> None:
     def fn(x: Any) -> Any:
-        return ltorch.rand(1000, 30, dtype=dtype) + x * 0
+        return ltorch.rand((1000, 30), dtype=dtype) + x * 0
 
     jitted = pipeline.jit(fn, frontend=direct_frontend, executors=[tx.executor])
     if mode == "prims":
@@ -492,7 +503,7 @@ def test_rand(mode: str, dtype: torch.dtype) -> None:
 
 RANDOM_FACTORIES: dict[str, tuple[Callable, float, float, float, float]] = {
     # name: (call, expected mean, expected std, low, high) -- bounds of the values
-    "randn": (lambda x: ltorch.randn(400, 500) + x, 0.0, 1.0, -math.inf, math.inf),
+    "randn": (lambda x: ltorch.randn((400, 500)) + x, 0.0, 1.0, -math.inf, math.inf),
     "randn_like": (lambda x: ltorch.randn_like(ltorch.expand(x, (400, 500))), 0.0, 1.0, -math.inf, math.inf),
     "rand_like": (lambda x: ltorch.rand_like(ltorch.expand(x, (400, 500))), 0.5, (1 / 12) ** 0.5, 0.0, 1.0),
     "normal": (
@@ -646,7 +657,7 @@ def classify(opinfo: OpInfo, dtype: torch.dtype) -> tuple[str, str]:
     worst, detail = "ok", ""
     for sample in samples(opinfo, dtype):
         if symbol is not None:
-            compiled = compile_symbol(symbol, "torch", adapter_for(opinfo))
+            compiled = compile_symbol(callable_for_opinfo(opinfo), "torch", adapter_for(opinfo))
         else:
             compiled = compile_fallback(opinfo.op)
         status, problem = classify_sample(opinfo, compiled, sample, dtype)

@@ -1,7 +1,7 @@
 """The torch language: thunder symbols for PyTorch's operators, printed as ``ltorch.<name>``.
 
 Each symbol is written in terms of other symbols and, at the bottom, prims; the frontend calls
-them in place of the torch callables they are registered for (``symbol_for``), and proxies call
+them in place of the torch callables they are registered for (``callable_for``), and proxies call
 them for their methods and operators.
 """
 
@@ -162,7 +162,7 @@ from thunder.torch.statistics import (
     bucketize, corrcoef, cov, histc, logcumsumexp, mode, nanquantile, quantile, searchsorted,
 )  # fmt: skip
 from thunder.torch.grad import detach
-from thunder.torch.registry import symbol_for, torch_callables, torchsymbol
+from thunder.torch.registry import callable_for, symbol_for, torch_callables, torchsymbol
 
 __all__ = [name for name in dir() if not name.startswith("_")]
 

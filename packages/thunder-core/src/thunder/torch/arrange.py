@@ -9,8 +9,8 @@ import torch
 from thunder.core import dtypes, prims
 from thunder.core.proxies import TensorProxy
 from thunder.torch.registry import torchsymbol
-from thunder.torch.shape import _shape_arg, cat, reshape, stack, transpose
-from thunder.torch.utils import canonical_dim
+from thunder.torch.shape import cat, reshape, stack, transpose
+from thunder.torch.utils import canonical_dim, int_list
 from thunder.torch.views import _slice_dim, atleast_1d, atleast_2d, atleast_3d, diagonal, movedim
 
 SHAPE = frozenset({"shape"})
@@ -20,17 +20,13 @@ def _zero(a: TensorProxy) -> Any:
     return False if a.dtype is dtypes.bool8 else 0
 
 
-# Tensor.flip first: the torch executor calls it, and it takes every spelling (``x.flip(0, 1)``, ``dims=``).
-@torchsymbol(torch.Tensor.flip, torch.flip, method="flip", tags=SHAPE)
-def flip(a: TensorProxy, *args: Any, **kwargs: Any) -> TensorProxy:
-    dims = _shape_arg(args) if args else tuple(kwargs.pop("dims"))
-    if kwargs:
-        raise TypeError(f"flip() got unexpected keyword arguments {sorted(kwargs)}")
-    flipped = tuple(canonical_dim(d, a.ndim) for d in dims)
+@torchsymbol(torch.flip, torch.Tensor.flip, method="flip", tags=SHAPE, sizes="dims")
+def flip(input: TensorProxy, dims: Sequence[int]) -> TensorProxy:
+    flipped = tuple(canonical_dim(d, input.ndim) for d in int_list("flip", "dims", dims))
     if len(set(flipped)) != len(flipped):
         raise RuntimeError("dims has duplicates")
-    flipped = tuple(d for d in flipped if a.ndim and a.shape[d] > 1)
-    return prims.flip(a, flipped) if flipped else a
+    flipped = tuple(d for d in flipped if input.ndim and input.shape[d] > 1)
+    return prims.flip(input, flipped) if flipped else input
 
 
 @torchsymbol(torch.fliplr, torch.Tensor.fliplr, method="fliplr", tags=SHAPE)
@@ -90,9 +86,9 @@ def rot90(input: TensorProxy, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tenso
     return input
 
 
-@torchsymbol(torch.Tensor.repeat, method="repeat", tags=SHAPE)
-def repeat(a: TensorProxy, *sizes: Any) -> TensorProxy:
-    repeats = _shape_arg(sizes)
+@torchsymbol(torch.Tensor.repeat, method="repeat", tags=SHAPE, sizes="repeats")
+def repeat(a: TensorProxy, repeats: Sequence[int]) -> TensorProxy:
+    repeats = int_list("repeat", "repeats", repeats)
     if len(repeats) < a.ndim:
         raise RuntimeError(
             "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
@@ -107,13 +103,10 @@ def repeat(a: TensorProxy, *sizes: Any) -> TensorProxy:
     return prims.reshape(expanded, tuple(r * s for r, s in zip(repeats, shape)))
 
 
-@torchsymbol(torch.Tensor.tile, torch.tile, method="tile", tags=SHAPE)
-def tile(a: TensorProxy, *dims: Any, **kwargs: Any) -> TensorProxy:
-    """``x.tile(2, 1)`` or ``torch.tile(x, (2, 1))``; Tensor.tile first, which takes both spellings."""
-    dims = _shape_arg(dims) if dims else tuple(kwargs.pop("dims"))
-    if kwargs:
-        raise TypeError(f"tile() got unexpected keyword arguments {sorted(kwargs)}")
-    return repeat(a, (1,) * (a.ndim - len(dims)) + dims)
+@torchsymbol(torch.tile, torch.Tensor.tile, method="tile", tags=SHAPE, sizes="dims")
+def tile(input: TensorProxy, dims: Sequence[int]) -> TensorProxy:
+    dims = int_list("tile", "dims", dims)
+    return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
 @torchsymbol(torch.repeat_interleave, torch.Tensor.repeat_interleave, method="repeat_interleave", tags=SHAPE)

@@ -12,12 +12,7 @@ from thunder.core import devices, dtypes, prims
 from thunder.core.promotion import default_float_dtype
 from thunder.core.proxies import TensorProxy, pyval
 from thunder.torch.registry import torchsymbol
-
-
-def _shape(size: Sequence[Any]) -> tuple[int, ...]:
-    if len(size) == 1 and isinstance(size[0], Sequence):
-        return tuple(size[0])
-    return tuple(size)
+from thunder.torch.utils import int_list
 
 
 def _dtype(dtype: Any, fill_value: Any = 0.0) -> dtypes.dtype:
@@ -46,16 +41,16 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
     return prims.full(tuple(size), fill_value, device=_device(device), dtype=_dtype(dtype, fill_value))
 
 
-@torchsymbol(torch.zeros)
-def zeros(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
+@torchsymbol(torch.zeros, sizes="size")
+def zeros(size: Sequence[int], *, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
           pin_memory: bool = False) -> TensorProxy:  # fmt: skip
-    return prims.full(_shape(size), 0, device=_device(device), dtype=_dtype(dtype))
+    return prims.full(int_list("zeros", "size", size), 0, device=_device(device), dtype=_dtype(dtype))
 
 
-@torchsymbol(torch.ones)
-def ones(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
+@torchsymbol(torch.ones, sizes="size")
+def ones(size: Sequence[int], *, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
          pin_memory: bool = False) -> TensorProxy:  # fmt: skip
-    return prims.full(_shape(size), 1, device=_device(device), dtype=_dtype(dtype))
+    return prims.full(int_list("ones", "size", size), 1, device=_device(device), dtype=_dtype(dtype))
 
 
 @torchsymbol(torch.zeros_like, tags=READS_METADATA)
@@ -72,11 +67,11 @@ def _like(a: TensorProxy, dtype: Any, device: Any) -> tuple[dtypes.dtype, device
     return dtypes.to_dtype(dtype if dtype is not None else a.dtype), devices.to_device(device or a.device)
 
 
-@torchsymbol(torch.empty)
-def empty(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
+@torchsymbol(torch.empty, sizes="size")
+def empty(size: Sequence[int], *, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
           pin_memory: bool = False, memory_format: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
     """Uninitialized memory in eager; zeros here (any value is a correct answer)."""
-    return prims.full(_shape(size), 0, device=_device(device), dtype=_dtype(dtype))
+    return prims.full(int_list("empty", "size", size), 0, device=_device(device), dtype=_dtype(dtype))
 
 
 @torchsymbol(torch.full_like, tags=READS_METADATA)
@@ -126,12 +121,13 @@ def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype
 
 
 def _new_factory(name: str, fill: Any) -> Any:
-    def op(a: TensorProxy, *size: Any, dtype: Any = None, device: Any = None, **unused: Any) -> TensorProxy:
+    def op(a: TensorProxy, size: Sequence[int], *, dtype: Any = None, device: Any = None,
+           **unused: Any) -> TensorProxy:  # fmt: skip
         dtype_, device_ = _like(a, dtype, device)
-        return prims.full(_shape(size), _cast(fill, dtype_), device=device_, dtype=dtype_)
+        return prims.full(int_list(name, "size", size), _cast(fill, dtype_), device=device_, dtype=dtype_)
 
     op.__name__ = name
-    return torchsymbol(getattr(torch.Tensor, name), method=name, tags=READS_METADATA)(op)
+    return torchsymbol(getattr(torch.Tensor, name), method=name, tags=READS_METADATA, sizes="size")(op)
 
 
 new_zeros = _new_factory("new_zeros", 0)

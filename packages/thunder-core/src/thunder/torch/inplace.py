@@ -32,14 +32,14 @@ from thunder.core.pytree import tree_leaves
 from thunder.torch.foreach import foreach_lookaside
 from thunder.torch.index_keys import parse_key, put, value_of_write
 from thunder.torch.randomness import random_lookaside
-from thunder.torch.registry import symbol_for
+from thunder.torch.registry import callable_for
 
 __all__ = ["torch_lookaside", "setitem", "IN_PLACE_METHODS", "SHAPE_CHANGING"]
 
 
 def _functional(torch_fn: Any) -> Callable:
     """The thunder symbol of ``torch_fn``, or its fallback."""
-    symbol = symbol_for(torch_fn)
+    symbol = callable_for(torch_fn)
     if symbol is not None:
         return symbol
     return lambda *args, **kwargs: fallback.call(torch_fn, args, kwargs)
@@ -342,7 +342,7 @@ def torch_lookaside(torch_fn: Any) -> Callable | None:
     multi_tensor = foreach_lookaside(torch_fn)  # torch._foreach_*: one per-tensor op per element
     if multi_tensor is not None:
         return multi_tensor
-    symbol = symbol_for(torch_fn)
+    symbol = callable_for(torch_fn)
     if symbol is not None:
         return _with_out_and_inplace(torch_fn, symbol)
     return _in_place_function(torch_fn)

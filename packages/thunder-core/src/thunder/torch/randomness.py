@@ -25,8 +25,9 @@ from thunder.core.gradients import register_vjp
 from thunder.core.prims.core import _zero_gradient
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import make_composite
-from thunder.torch.creation import READS_METADATA, _device, _dtype, _like, _shape
+from thunder.torch.creation import READS_METADATA, _device, _dtype, _like
 from thunder.torch.registry import torchsymbol
+from thunder.torch.utils import int_list
 
 __all__ = [
     "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm", "normal", "bernoulli",
@@ -36,20 +37,18 @@ __all__ = [
 RANDOM = frozenset({"random"})
 
 
-@torchsymbol(torch.rand, tags=RANDOM)
-def rand(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
+@torchsymbol(torch.rand, tags=RANDOM, sizes="size")
+def rand(size: Sequence[int], *, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
          pin_memory: bool = False, generator: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
-    return prims.uniform(
-        _shape(size), 0.0, 1.0, device=_device(device), dtype=_dtype(dtype), generator=generator
-    )
+    shape = int_list("rand", "size", size)
+    return prims.uniform(shape, 0.0, 1.0, device=_device(device), dtype=_dtype(dtype), generator=generator)
 
 
-@torchsymbol(torch.randn, tags=RANDOM)
-def randn(*size: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
+@torchsymbol(torch.randn, tags=RANDOM, sizes="size")
+def randn(size: Sequence[int], *, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
           pin_memory: bool = False, generator: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
-    return prims.normal(
-        _shape(size), 0.0, 1.0, device=_device(device), dtype=_dtype(dtype), generator=generator
-    )
+    shape = int_list("randn", "size", size)
+    return prims.normal(shape, 0.0, 1.0, device=_device(device), dtype=_dtype(dtype), generator=generator)
 
 
 @torchsymbol(torch.rand_like, tags=RANDOM | READS_METADATA)
@@ -67,12 +66,26 @@ def randn_like(a: TensorProxy, *, dtype: Any = None, device: Any = None, generat
 
 
 @torchsymbol(torch.randint, tags=RANDOM)
-def randint(*args: Any, dtype: Any = None, device: Any = None, layout: Any = None, requires_grad: bool = False,
-            pin_memory: bool = False, generator: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
-    """``randint(high, size)`` or ``randint(low, high, size)``."""
-    low, high, size = (0, *args) if len(args) == 2 else args
+def randint(*args: Any, low: Any = None, high: Any = None, size: Any = None, dtype: Any = None,
+            device: Any = None, layout: Any = None, requires_grad: bool = False, pin_memory: bool = False,
+            generator: Any = None, out: Any = None) -> TensorProxy:  # fmt: skip
+    """``randint(high, size)`` or ``randint(low, high, size)``, each argument positional or by name."""
+    given = {"low": low, "high": high, "size": size}
+    three = len(args) + sum(v is not None for v in given.values()) == 3
+    names = ("low", "high", "size") if three else ("high", "size")
+    bounds = dict(zip(names, args))
+    for name, value in given.items():
+        if value is not None:
+            if name in bounds or name not in names:
+                raise TypeError(f"randint() got an unexpected or repeated argument '{name}'")
+            bounds[name] = value
+    if len(args) > len(names) or set(bounds) != set(names):
+        raise TypeError("randint() takes (high, size) or (low, high, size)")
     dtype_ = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
-    return prims.randint(tuple(size), low, high, device=_device(device), dtype=dtype_, generator=generator)
+    shape = int_list("randint", "size", bounds["size"])
+    return prims.randint(
+        shape, bounds.get("low", 0), bounds["high"], device=_device(device), dtype=dtype_, generator=generator
+    )
 
 
 @torchsymbol(torch.randint_like, tags=RANDOM | READS_METADATA)

@@ -8,21 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from thunder.core import layouts, prims
+from thunder.core import dtypes, layouts, prims
 from thunder.core.promotion import promote_dtypes
 from thunder.core.proxies import TensorProxy
 from thunder.torch.registry import torchsymbol
-from thunder.torch.utils import canonical_dim, expand_to, to_dtype
+from thunder.torch.utils import canonical_dim, expand_to, int_list, to_dtype
 
 SHAPE = frozenset({"shape"})
 VIEW = frozenset({"shape", "view"})  # PyTorch returns a view of the input (reshape: where the layout allows)
-
-
-def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
-    """Accept ``f(2, 3)`` as well as ``f((2, 3))``, as torch does."""
-    if len(shape) == 1 and isinstance(shape[0], Sequence):
-        return tuple(shape[0])
-    return tuple(shape)
 
 
 def infer_shape(numel: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -38,23 +31,23 @@ def infer_shape(numel: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return shape
 
 
-@torchsymbol(torch.Tensor.reshape, torch.reshape, method="reshape", tags=VIEW)
-def reshape(a: TensorProxy, *shape: Any) -> TensorProxy:
-    new_shape = infer_shape(a.numel(), _shape_arg(shape))
-    return a if new_shape == a.shape else prims.reshape(a, new_shape)
+@torchsymbol(torch.Tensor.reshape, torch.reshape, method="reshape", tags=VIEW, sizes="shape")
+def reshape(input: TensorProxy, shape: Sequence[int]) -> TensorProxy:
+    new_shape = infer_shape(input.numel(), int_list("reshape", "shape", shape))
+    return input if new_shape == input.shape else prims.reshape(input, new_shape)
 
 
-@torchsymbol(torch.Tensor.view, method="view", tags=VIEW)
-def view(a: TensorProxy, *shape: Any) -> TensorProxy:
-    if len(shape) == 1 and not isinstance(shape[0], (Sequence, int, torch.SymInt)):  # a size may be symbolic
+@torchsymbol(torch.Tensor.view, method="view", tags=VIEW, sizes="size")
+def view(input: TensorProxy, size: Sequence[int]) -> TensorProxy:
+    if isinstance(size, (torch.dtype, dtypes.dtype)):
         raise NotImplementedError("Tensor.view(dtype) is not supported by thunder")
-    new_shape = infer_shape(a.numel(), _shape_arg(shape))
-    if not layouts.view_allowed(a, new_shape):  # eager's layout of ``a`` (core/layouts.py)
+    new_shape = infer_shape(input.numel(), int_list("view", "size", size))
+    if not layouts.view_allowed(input, new_shape):  # eager's layout of ``a`` (core/layouts.py)
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one dimension spans "
             "across two contiguous subspaces). Use .reshape(...) instead."
         )
-    return reshape(a, *shape)
+    return reshape(input, new_shape)
 
 
 @torchsymbol(torch.flatten, torch.Tensor.flatten, method="flatten", tags=VIEW)
@@ -68,12 +61,12 @@ def flatten(input: TensorProxy, start_dim: int = 0, end_dim: int = -1) -> Tensor
     return reshape(input, shape)
 
 
-@torchsymbol(torch.Tensor.permute, torch.permute, method="permute", tags=VIEW)
-def permute(a: TensorProxy, *dims: Any) -> TensorProxy:
-    permutation = tuple(canonical_dim(d, a.ndim) for d in _shape_arg(dims))
-    if len(permutation) != a.ndim:
+@torchsymbol(torch.Tensor.permute, torch.permute, method="permute", tags=VIEW, sizes="dims")
+def permute(input: TensorProxy, dims: Sequence[int]) -> TensorProxy:
+    permutation = tuple(canonical_dim(d, input.ndim) for d in int_list("permute", "dims", dims))
+    if len(permutation) != input.ndim:
         raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does not match")
-    return a if permutation == tuple(range(a.ndim)) else prims.transpose(a, permutation)
+    return input if permutation == tuple(range(input.ndim)) else prims.transpose(input, permutation)
 
 
 @torchsymbol(torch.transpose, torch.swapaxes, torch.Tensor.transpose, method="transpose", tags=VIEW)
@@ -109,19 +102,21 @@ def unsqueeze(input: TensorProxy, dim: int) -> TensorProxy:
     return prims.reshape(input, input.shape[:d] + (1,) + input.shape[d:])
 
 
-@torchsymbol(torch.squeeze, torch.Tensor.squeeze, method="squeeze", tags=VIEW)
+@torchsymbol(torch.squeeze, torch.Tensor.squeeze, method="squeeze", tags=VIEW, sizes="dim")
 def squeeze(input: TensorProxy, dim: Any = None) -> TensorProxy:
     if dim is None:
         dims = tuple(range(input.ndim))
     else:
-        dims = tuple(canonical_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim))
+        dims = tuple(
+            canonical_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, (int, TensorProxy)) else dim)
+        )
     shape = tuple(s for d, s in enumerate(input.shape) if not (d in dims and s == 1))
     return input if shape == input.shape else prims.reshape(input, shape)
 
 
-@torchsymbol(torch.Tensor.expand, method="expand", tags=VIEW)
-def expand(a: TensorProxy, *shape: Any) -> TensorProxy:
-    target = _shape_arg(shape)
+@torchsymbol(torch.Tensor.expand, method="expand", tags=VIEW, sizes="size")
+def expand(a: TensorProxy, size: Sequence[int], *, implicit: bool = False) -> TensorProxy:
+    target = int_list("expand", "size", size)
     offset = len(target) - a.ndim
     if offset < 0:
         raise RuntimeError(

@@ -8,11 +8,40 @@ from typing import Any
 import torch
 from thunder.core import dtypes, prims
 from thunder.core.promotion import broadcast_shapes
-from thunder.core.proxies import NumberProxy, TensorProxy
+from thunder.core.proxies import NumberProxy, TensorProxy, data_dependent_error
 
 
-def canonical_dim(dim: int, ndim: int) -> int:
+def is_one_int(value: Any) -> bool:
+    """Whether eager's argument parser reads ``value`` as one int of an int list (a 0-d tensor is one)."""
+    if isinstance(value, (bool, str, Sequence)):
+        return False
+    return isinstance(value, (TensorProxy, torch.SymInt)) or hasattr(type(value), "__index__")
+
+
+def int_list(op: str, name: str, value: Any) -> tuple[int, ...]:
+    """The int-list argument ``name`` of ``op`` as eager's functions take it: a tuple, list or
+    torch.Size of ints. Anything else raises eager's TypeError (``torch.reshape(x, 4)``); a tensor
+    among the ints (eager reads its value) raises thunder's data-dependent error."""
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(value).__name__}")
+    for index, item in enumerate(value):
+        if isinstance(item, TensorProxy):
+            raise data_dependent_error(
+                f"A tensor as an int of {op}'s '{name}' (a size or a dim given as a tensor)",
+                "pass the number in as a Python int",
+            )
+        if not is_one_int(item):
+            raise TypeError(
+                f"{op}(): argument '{name}' must be tuple of ints, but found element of type "
+                f"{type(item).__name__} at pos {index}"
+            )
+    return tuple(value)
+
+
+def canonical_dim(dim: int | TensorProxy, ndim: int) -> int:
     """``dim`` as a non-negative index, as torch wraps it (a 0-d tensor accepts dims 0 and -1)."""
+    if isinstance(dim, TensorProxy):  # eager reads an int tensor's value
+        raise data_dependent_error("A tensor as a dim", "pass the dim in as a Python int")
     bound = max(ndim, 1)
     if not -bound <= dim < bound:
         raise IndexError(
@@ -25,7 +54,9 @@ def canonical_dims(dims: Any, ndim: int) -> tuple[int, ...]:
     """Reduction dims: None or () mean all dims."""
     if dims is None or (isinstance(dims, Sequence) and len(dims) == 0):
         return tuple(range(ndim))
-    if isinstance(dims, (int, torch.SymInt)):
+    if isinstance(dims, TensorProxy):
+        dims = (dims,)  # canonical_dim raises: eager reads the dim from the tensor's data
+    elif isinstance(dims, (int, torch.SymInt)):
         dims = (int(dims),)  # a symbolic int as a dim: which dim is structure, so its value (guarded)
     result = tuple(canonical_dim(d, ndim) for d in dims)
     if len(set(result)) != len(result):

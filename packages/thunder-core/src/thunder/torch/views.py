@@ -17,7 +17,6 @@ from thunder.core.proxies import TensorProxy
 from thunder.torch.registry import alias, torchsymbol
 from thunder.torch.shape import (
     _select,
-    _shape_arg,
     expand,
     flatten,
     infer_shape,
@@ -30,7 +29,7 @@ from thunder.torch.shape import (
     unsqueeze,
     view,
 )
-from thunder.torch.utils import canonical_dim, expand_to
+from thunder.torch.utils import canonical_dim, expand_to, int_list
 
 SHAPE = frozenset({"shape"})
 # ``x.view_as(y)``: only ``y``'s shape is read; the result requires grad as ``x`` does (transforms/autograd.py)
@@ -42,9 +41,9 @@ def expand_as(a: TensorProxy, other: TensorProxy) -> TensorProxy:
     return expand(a, other.shape)
 
 
-@torchsymbol(torch.broadcast_to, torch.Tensor.broadcast_to, method="broadcast_to", tags=SHAPE)
+@torchsymbol(torch.broadcast_to, torch.Tensor.broadcast_to, method="broadcast_to", tags=SHAPE, sizes="size")
 def broadcast_to(input: TensorProxy, size: Sequence[int]) -> TensorProxy:
-    return expand(input, tuple(size))
+    return expand(input, int_list("broadcast_to", "size", size))
 
 
 @torchsymbol(torch.broadcast_tensors, tags=SHAPE)
@@ -344,11 +343,11 @@ def unfold(input: TensorProxy, dimension: int, size: int, step: int) -> TensorPr
     return movedim(windows, d + 1, -1)
 
 
-@torchsymbol(torch.Tensor.sum_to_size, method="sum_to_size", tags=SHAPE)
-def sum_to_size(a: TensorProxy, *size: Any) -> TensorProxy:
+@torchsymbol(torch.Tensor.sum_to_size, method="sum_to_size", tags=SHAPE, sizes="size")
+def sum_to_size(a: TensorProxy, size: Sequence[int]) -> TensorProxy:
     from thunder.torch.reductions import sum as sum_
 
-    shape = _shape_arg(size)
+    shape = int_list("sum_to_size", "size", size)
     offset = a.ndim - len(shape)
     if offset < 0 or any(s not in (1, a.shape[offset + i]) for i, s in enumerate(shape)):
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(a.shape)}}}.")
@@ -397,7 +396,7 @@ for _torch_fn, _symbol in {
 
 @torchsymbol(torch.expand_copy, tags=SHAPE)
 def expand_copy(input: TensorProxy, size: Sequence[int], *, implicit: bool = False) -> TensorProxy:
-    return expand(input, tuple(size))
+    return expand(input, int_list("expand_copy", "size", size))
 
 
 @torchsymbol(torch.alias_copy, tags=SHAPE)
