@@ -23,13 +23,12 @@ import thunder
 
 # Known differences, by (OpInfo id, index of the error input): the reason. Strict xfails: a fix shows
 # up as an unexpected pass.
-# An out= over an input's memory is refused by the prologue's write-overlap check
-# (core/prologue_write_overlaps.py; take's error input 2 passes since).
-_OVERLAP = "out= whose elements share memory with each other: eager refuses it, thunder does not check"
+# An out= over another input's memory is refused by the prologue's write-overlap check
+# (core/prologue_write_overlaps.py; take's error input 2 passes since), an out= that is one of the
+# operands by torch/inplace.py's _check_out_apart (cat's error input 7).
 _NOT_IMPLEMENTED = "eager's Tensor.{} on two numbers returns NotImplemented; thunder's symbol needs a tensor"
 KNOWN_DIFFERENCES: dict[tuple[str, int], str] = {
     ("arange", 6): "a float step that an integer out= truncates to 0: thunder refuses the out= shape first",
-    ("cat", 7): _OVERLAP,
     ("__rdiv__", 0): "eager's Tensor.__rdiv__ on a number fails in its Python body (AttributeError)",
     ("__rdiv__", 1): "eager's Tensor.__rdiv__ on a number fails in its Python body (AttributeError)",
     ("__rmod__", 0): _NOT_IMPLEMENTED.format("__rmod__"),

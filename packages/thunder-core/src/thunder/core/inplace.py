@@ -40,6 +40,7 @@ __all__ = [
     "mutate",
     "resize",
     "check_write_overlap",
+    "OVERLAP_MESSAGE",
     "current",
     "finish",
     "copy_",
@@ -610,12 +611,22 @@ def mutate(proxy: TensorProxy, value: Any) -> TensorProxy:
     return proxy
 
 
-def check_write_overlap(target: TensorProxy, value: Any, construct: str = "x[key] = v") -> None:
+# eager's error (ATen's assert_no_overlap), word for word
+OVERLAP_MESSAGE = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory "
+    "location. Please clone() the tensor before performing the operation."
+)
+
+
+def check_write_overlap(
+    target: TensorProxy, value: Any, construct: str = "x[key] = v", *, same_view_overlaps: bool = False
+) -> None:
     """``target[...] = value`` where ``value`` is a view of ``target``'s memory: eager's copy_ and
     index_put_ refuse a partial overlap of the two where both are dense (``assert_no_partial_overlap``),
     and otherwise write in memory order, reading what they wrote. thunder's functional write equals
     eager's only where the two are disjoint or the very same view: raises eager's error, or a
-    NotImplementedError naming the construct, elsewhere."""
+    NotImplementedError naming the construct, elsewhere. ``same_view_overlaps``: the very same view is
+    refused too, as eager's ``assert_no_overlap`` does (``torch.cat(..., out=)`` over an operand)."""
     if not isinstance(value, TensorProxy):
         return
     mutations = Mutations.of(_tracing())
@@ -639,6 +650,8 @@ def check_write_overlap(target: TensorProxy, value: Any, construct: str = "x[key
         and written.stride() == read.stride()
         and (written.storage_offset() == read.storage_offset())
     ):
+        if same_view_overlaps:
+            raise RuntimeError(OVERLAP_MESSAGE)
         return  # the same view: eager copies it onto itself
     from thunder.core import layouts  # layouts reads this module's view chains
 
@@ -651,10 +664,7 @@ def check_write_overlap(target: TensorProxy, value: Any, construct: str = "x[key
     if dense(written) and dense(read):
         low, high = written.storage_offset(), written.storage_offset() + written.numel()
         if low < read.storage_offset() + read.numel() and read.storage_offset() < high:
-            raise RuntimeError(
-                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
-                "single memory location. Please clone() the tensor before performing the operation."
-            )
+            raise RuntimeError(OVERLAP_MESSAGE)
         return
     if written.numel() + read.numel() > 1 << 24:
         raise refusal

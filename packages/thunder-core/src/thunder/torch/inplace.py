@@ -26,7 +26,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from thunder.core import dtypes, fallback
-from thunder.core.inplace import check_write_overlap, current, mutate, resize
+from thunder.core.inplace import OVERLAP_MESSAGE, check_write_overlap, current, mutate, resize
 from thunder.core.proxies import NumberProxy, TensorProxy, register_tensor_method, tensor_method
 from thunder.core.pytree import tree_leaves
 from thunder.torch.foreach import foreach_lookaside
@@ -211,6 +211,34 @@ def _check_out_dtypes(torch_fn: Any, destination: Any, result: Any) -> None:
             )
 
 
+# eager's out= kernels of these refuse an out= sharing memory with any tensor operand (ATen's
+# assert_no_overlap); thunder's functional result, written into out afterwards, would be an answer
+_OUT_APART_FROM_OPERANDS = frozenset({
+    torch.cat, torch.concat, torch.concatenate, torch.stack, torch.hstack, torch.vstack, torch.dstack,
+    torch.column_stack, torch.row_stack, torch.index_select, torch.take, torch.take_along_dim, torch.gather,
+    torch.outer, torch.ger, torch.addr, torch.index_add,
+})  # fmt: skip
+# ... except their input, which out= may be: the tensor added to (``torch.addr(x, v, w, out=x)``)
+_OUT_MAY_BE_INPUT = frozenset({torch.addr, torch.index_add})
+
+
+def _check_out_apart(torch_fn: Any, destination: Any, operands: tuple[tuple, dict]) -> None:
+    if torch_fn not in _OUT_APART_FROM_OPERANDS:
+        return
+    args, kwargs = operands
+    if torch_fn in _OUT_MAY_BE_INPUT:
+        args, kwargs = args[1:], {k: v for k, v in kwargs.items() if k != "input"}
+    construct = f"{getattr(torch_fn, '__name__', 'the function')}(v, out=x)"
+    for target in tree_leaves(destination):
+        for operand in tree_leaves((args, kwargs)):
+            if not (isinstance(target, TensorProxy) and isinstance(operand, TensorProxy)):
+                continue
+            # one tensor: eager refuses even an empty one (but cat skips 1-d empty ones, and so does this)
+            if target is operand and target.numel() == 0 and target.shape != (0,):
+                raise RuntimeError(OVERLAP_MESSAGE)
+            check_write_overlap(target, operand, construct, same_view_overlaps=True)
+
+
 def _check_out_differentiable(torch_fn: Any, arguments: Any) -> None:
     """Eager refuses ``out=`` with gradients on where a tensor involved requires grad."""
     if torch.is_grad_enabled() and any(
@@ -267,6 +295,7 @@ def _with_out_and_inplace(torch_fn: Any, functional: Callable) -> Callable:
             kwargs = dict(kwargs)
             out = kwargs.pop("out")
             _check_out_differentiable(torch_fn, (args, kwargs, out))
+            _check_out_apart(torch_fn, out, (args, kwargs))
             result = functional(*args, **kwargs)
             _check_out_dtypes(torch_fn, out, result)
             return _write_result(out, result, (args, kwargs))
