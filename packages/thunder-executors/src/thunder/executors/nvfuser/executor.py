@@ -176,6 +176,20 @@ class ScalarStage:
         return list(self._program(*tensors))
 
 
+class ExpandStage:
+    """0-dim values broadcast to the shapes a later stage reads them at, as stride-0 views
+    (``Tensor.expand``, no kernel): see ``_scalars_first_groups``."""
+
+    def __init__(self, region: list[BoundSymbol], inputs: list[TensorProxy], outputs: list[TensorProxy]):
+        self.region, self.inputs, self.outputs = region, inputs, outputs
+        self.definitions: dict[tuple, Any] = {}  # nothing compiled
+        positions = {p.name: i for i, p in enumerate(inputs)}
+        self._sources = [(positions[b.args[0].name], tuple(b.output.shape)) for b in region]
+
+    def __call__(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [tensors[position].expand(shape) for position, shape in self._sources]
+
+
 # A longer computation on 0-dim tensors stays one nvFuser kernel: torch would launch one per op.
 SCALAR_STAGE_MAX_OPS = 2
 
@@ -295,28 +309,47 @@ def _stages(
     outputs: list[TensorProxy],
     writes: Sequence[tuple[TensorProxy, TensorProxy]] = (),
 ) -> tuple[list[Any], list[tuple[TensorProxy, TensorProxy]]]:
-    """The region's stages, and the writes that no stage makes itself (copied after the last)."""
+    """The region's stages, and the writes that no stage makes itself (copied after the last).
+
+    A region that writes inputs may be planned a second way, its 0-dim computations first
+    (``_scalars_first_groups``); that plan is taken when it leaves fewer writes to copy.
+    """
     output_names = {p.name for p in outputs}
     wanted = [*outputs, *(v for v, _ in writes if v.name not in output_names)]
-    groups = _scalar_groups_merged(_stage_groups(region, inputs, wanted))
+    plan = _stages_of(_scalar_groups_merged(_stage_groups(region, inputs, wanted)), writes, output_names)
+    if plan[1]:
+        groups = _scalars_first_groups(region, wanted)
+        if groups is not None:
+            other = _stages_of(groups, writes, output_names)
+            if len(other[1]) < len(plan[1]):
+                return other
+    return plan
+
+
+def _stages_of(
+    groups: list[tuple[Group, str]],
+    writes: Sequence[tuple[TensorProxy, TensorProxy]],
+    output_names: set[str],
+) -> tuple[list[Any], list[tuple[TensorProxy, TensorProxy]]]:
+    """A stage per group, each write made by the stage that computes it where ``_writes_in_place``
+    allows and no later stage reads its input; the other writes, copied after the last stage."""
     read_after: list[set[str]] = [set() for _ in groups]  # names read by the stages after each one
     for k in range(len(groups) - 2, -1, -1):
         read_after[k] = read_after[k + 1] | {p.name for p in groups[k + 1][0][1]}
     stages: list[Any] = []
     written: set[int] = set()
-    for k, ((symbols, group_inputs, group_outputs), scalar) in enumerate(groups):
+    for k, ((symbols, group_inputs, group_outputs), kind) in enumerate(groups):
         made = {p.name for p in group_outputs}
         own = [
             (i, (value, destination))
             for i, (value, destination) in enumerate(writes)
-            if not scalar
+            if kind == "fusion"
             and value.name in made
             and destination.name not in read_after[k]
             and _writes_in_place(symbols, destination)
         ]
         if not own:
-            stage = ScalarStage if scalar else FusionStage
-            stages.append(stage(symbols, group_inputs, group_outputs))
+            stages.append(_STAGE_KINDS[kind](symbols, group_inputs, group_outputs))
             continue
         written.update(i for i, _ in own)
         values = {value.name for _, (value, _) in own}
@@ -326,6 +359,97 @@ def _stages(
         extra = [d for _, (_, d) in own if d.name not in known]
         stages.append(FusionStage(symbols, [*group_inputs, *extra], kept, [w for _, w in own]))
     return stages, [w for i, w in enumerate(writes) if i not in written]
+
+
+def _scalars_first_groups(
+    region: list[BoundSymbol], outputs: list[TensorProxy]
+) -> list[tuple[Group, str]] | None:
+    """The region's 0-dim computations as the first stages, then the 0-dim values the rest broadcasts
+    as stride-0 views of them (``ExpandStage``), then the rest; None where there is nothing to move.
+
+    An optimizer's update computes its step size and bias corrections from the step counter (0-dim
+    tensors) and broadcasts them over the parameter. In one stage with the update that broadcast is
+    a ``BroadcastOp``, after which nvFuser's ``SegmentInplaceUpdatePass`` will not let the update
+    write its parameter in place. Computed by a stage before it and read as expanded inputs (no
+    ``BroadcastOp``), they leave the update a pointwise stage that writes the parameter and its
+    state in place; the step counter's own update is written in place by the first stage.
+    """
+    produced = _produced(region)
+    scalars: set[str] = set()  # values computed from 0-dim values alone
+    first: list[BoundSymbol] = []
+    for b in region:
+        tensors = [p for p in b.proxy_args() if isinstance(p, TensorProxy)]
+        made = [p for p in b.proxy_outputs() if isinstance(p, TensorProxy)]
+        if made and all(p.shape == () for p in made) and all(p.shape == () for p in tensors):
+            if all(p.name in scalars or p.name not in produced for p in tensors):
+                scalars.update(p.name for p in made)
+                first.append(b)
+    device = _widest_device(region)
+    moved = {id(b) for b in first}
+    rest = [b for b in region if id(b) not in moved]
+    wanted = {p.name for p in outputs}
+    expands = [
+        b
+        for b in rest
+        if _expands_a_scalar(b, device)
+        and b.output.name not in wanted
+        and (b.args[0].name in scalars or b.args[0].name not in produced)  # made before the rest
+    ]
+    moved.update(id(b) for b in expands)
+    rest = [b for b in region if id(b) not in moved]
+    if (not first and not expands) or not rest:
+        return None
+    first_outputs = _read_after(first, [*expands, *rest], outputs)
+    computed_first = {p.name for p in first_outputs}
+    later = _scalar_groups_merged(
+        _stage_groups(rest, _inputs_of(rest), [p for p in outputs if p.name not in computed_first])
+    )
+    later = [_with_broadcasts(group, kind, expands) for group, kind in later]
+    expanded = {p.name for (symbols, inputs, _), _ in later for p in inputs}
+    expands = [b for b in expands if b.output.name in expanded]
+    groups: list[tuple[Group, str]] = []
+    if first_outputs:
+        groups += _scalar_groups_merged(_connected_groups(first, _inputs_of(first), first_outputs))
+    if expands:
+        groups.append(((expands, _inputs_of(expands), [b.output for b in expands]), "expand"))
+    return groups + later
+
+
+def _with_broadcasts(group: Group, kind: str, broadcasts: list[BoundSymbol]) -> tuple[Group, str]:
+    """``group`` reading the expanded 0-dim values as inputs where it is pointwise alone (a stage that
+    may write in place); any other stage broadcasts them itself, as it did before the 0-dim work
+    moved out (expanded inputs change how nvFuser schedules a reduction's fusion)."""
+    symbols, inputs, outputs = group
+    if kind != "fusion" or all(b.symbol.name in _POINTWISE for b in symbols):
+        return group, kind
+    read = {p.name for p in inputs}
+    own = [b for b in broadcasts if b.output.name in read]
+    if not own:
+        return group, kind
+    symbols = [*own, *symbols]
+    return (symbols, _inputs_of(symbols), outputs), kind
+
+
+def _produced(region: list[BoundSymbol]) -> set[str]:
+    return {p.name for b in region for p in b.proxy_outputs() if isinstance(p, TensorProxy)}
+
+
+def _widest_device(region: list[BoundSymbol]) -> Any:
+    tensors = [p for b in region for p in (*b.proxy_args(), *b.proxy_outputs()) if isinstance(p, TensorProxy)]
+    return max(tensors, key=lambda p: len(p.shape)).device
+
+
+def _expands_a_scalar(b: BoundSymbol, device: Any) -> bool:
+    """A ``broadcast_in_dim`` of a 0-dim tensor on the region's device to static sizes."""
+    if b.symbol.name != "broadcast_in_dim":
+        return False
+    source = b.args[0]
+    return (
+        isinstance(source, TensorProxy)
+        and source.shape == ()
+        and source.device == device
+        and all(type(size) is int for size in b.output.shape)
+    )
 
 
 def _writes_in_place(region: list[BoundSymbol], destination: TensorProxy) -> bool:
@@ -347,24 +471,25 @@ def _writes_in_place(region: list[BoundSymbol], destination: TensorProxy) -> boo
 _POINTWISE = frozenset({*ELEMENTWISE, "convert_element_type"})
 
 
-def _scalar_groups_merged(groups: list[Group]) -> list[tuple[Group, bool]]:
-    """Each group and whether it runs as a ScalarStage; neighbouring scalar groups (the step counters
-    of the parameters a region updates, each a part of its own) as one: a call, and a kernel per op,
-    either way."""
-    merged: list[tuple[Group, bool]] = []
+def _scalar_groups_merged(groups: list[Group]) -> list[tuple[Group, str]]:
+    """Each group and the kind of stage that runs it (``"scalar"``: a ScalarStage, else ``"fusion"``);
+    neighbouring scalar groups (the step counters of the parameters a region updates, each a part of
+    its own) as one: a call, and a kernel per op, either way."""
+    merged: list[tuple[Group, str]] = []
     for group in groups:
         scalar = _is_scalar_stage(*group)
-        if scalar and merged and merged[-1][1]:
+        if scalar and merged and merged[-1][1] == "scalar":
             (symbols, inputs, outputs), _ = merged[-1]
             known = {p.name for p in inputs} | {p.name for b in symbols for p in b.proxy_outputs()}
             extra_inputs = [p for p in group[1] if p.name not in known]
-            merged[-1] = ((symbols + group[0], inputs + extra_inputs, outputs + group[2]), True)
+            merged[-1] = ((symbols + group[0], inputs + extra_inputs, outputs + group[2]), "scalar")
         else:
-            merged.append((group, scalar))
+            merged.append((group, "scalar" if scalar else "fusion"))
     return merged
 
 
 Group = tuple[list[BoundSymbol], list[TensorProxy], list[TensorProxy]]  # a stage's symbols, inputs, outputs
+_STAGE_KINDS: dict[str, type] = {"fusion": FusionStage, "scalar": ScalarStage, "expand": ExpandStage}
 
 
 def _stage_groups(
