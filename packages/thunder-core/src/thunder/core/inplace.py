@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -41,6 +41,7 @@ __all__ = [
     "resize",
     "check_write_overlap",
     "OVERLAP_MESSAGE",
+    "SameView",
     "current",
     "finish",
     "copy_",
@@ -611,6 +612,8 @@ def mutate(proxy: TensorProxy, value: Any) -> TensorProxy:
     return proxy
 
 
+SameView = Literal["allowed", "overlap", "refused"]
+
 # eager's error (ATen's assert_no_overlap), word for word
 OVERLAP_MESSAGE = (
     "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory "
@@ -619,14 +622,16 @@ OVERLAP_MESSAGE = (
 
 
 def check_write_overlap(
-    target: TensorProxy, value: Any, construct: str = "x[key] = v", *, same_view_overlaps: bool = False
+    target: TensorProxy, value: Any, construct: str = "x[key] = v", *, same_view: SameView = "allowed"
 ) -> None:
     """``target[...] = value`` where ``value`` is a view of ``target``'s memory: eager's copy_ and
     index_put_ refuse a partial overlap of the two where both are dense (``assert_no_partial_overlap``),
     and otherwise write in memory order, reading what they wrote. thunder's functional write equals
     eager's only where the two are disjoint or the very same view: raises eager's error, or a
-    NotImplementedError naming the construct, elsewhere. ``same_view_overlaps``: the very same view is
-    refused too, as eager's ``assert_no_overlap`` does (``torch.cat(..., out=)`` over an operand)."""
+    NotImplementedError naming the construct, elsewhere. ``same_view``: "allowed"; "overlap": eager's
+    error there too, as ``assert_no_overlap`` raises it (``torch.cat(..., out=)`` over an operand);
+    "refused": the NotImplementedError for any overlap (a kernel that reads what it already wrote,
+    where eager raises nothing)."""
     if not isinstance(value, TensorProxy):
         return
     mutations = Mutations.of(_tracing())
@@ -650,8 +655,10 @@ def check_write_overlap(
         and written.stride() == read.stride()
         and (written.storage_offset() == read.storage_offset())
     ):
-        if same_view_overlaps:
+        if same_view == "overlap":
             raise RuntimeError(OVERLAP_MESSAGE)
+        if same_view == "refused":
+            raise refusal
         return  # the same view: eager copies it onto itself
     from thunder.core import layouts  # layouts reads this module's view chains
 
@@ -664,7 +671,7 @@ def check_write_overlap(
     if dense(written) and dense(read):
         low, high = written.storage_offset(), written.storage_offset() + written.numel()
         if low < read.storage_offset() + read.numel() and read.storage_offset() < high:
-            raise RuntimeError(OVERLAP_MESSAGE)
+            raise refusal if same_view == "refused" else RuntimeError(OVERLAP_MESSAGE)
         return
     if written.numel() + read.numel() > 1 << 24:
         raise refusal

@@ -26,13 +26,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from thunder.core import dtypes, fallback
-from thunder.core.inplace import OVERLAP_MESSAGE, check_write_overlap, current, mutate, resize
+from thunder.core.inplace import OVERLAP_MESSAGE, SameView, check_write_overlap, current, mutate, resize
 from thunder.core.proxies import NumberProxy, TensorProxy, register_tensor_method, tensor_method
 from thunder.core.pytree import tree_leaves
 from thunder.torch.foreach import foreach_lookaside
 from thunder.torch.index_keys import parse_key, put, value_of_write
 from thunder.torch.randomness import random_lookaside
-from thunder.torch.registry import callable_for
+from thunder.torch.registry import callable_for, symbol_for
 
 __all__ = ["torch_lookaside", "setitem", "IN_PLACE_METHODS", "SHAPE_CHANGING"]
 
@@ -211,19 +211,39 @@ def _check_out_dtypes(torch_fn: Any, destination: Any, result: Any) -> None:
             )
 
 
-# eager's out= kernels of these refuse an out= sharing memory with any tensor operand (ATen's
-# assert_no_overlap); thunder's functional result, written into out afterwards, would be an answer
+# out= over the memory of an operand. thunder computes the result, then writes it into out; eager's
+# kernels read the operands while they write out. Elementwise kernels (TensorIterator) read each element
+# before they write it: out= may be the very same view as an operand, and a partial overlap is eager's
+# error where both are dense, else refused (check_write_overlap). Reductions and the kernels below read
+# what they already wrote even in the very same view (eager's mm(x, x, out=x) and
+# sum(x[..., None], -1, out=x) give zeros): any overlap is refused. Other kernels are not checked.
+_OUT_READ_WHILE_WRITTEN = frozenset(
+    {torch.mm, torch.matmul, torch.bmm, torch.addmm, torch.baddbmm, torch.mv, torch.kron}
+)
+# These refuse any overlap with eager's error (ATen's assert_no_overlap) ...
 _OUT_APART_FROM_OPERANDS = frozenset({
     torch.cat, torch.concat, torch.concatenate, torch.stack, torch.hstack, torch.vstack, torch.dstack,
     torch.column_stack, torch.row_stack, torch.index_select, torch.take, torch.take_along_dim, torch.gather,
-    torch.outer, torch.ger, torch.addr, torch.index_add,
+    torch.outer, torch.ger, torch.addr, torch.index_add, torch.index_copy, torch.scatter_add,
 })  # fmt: skip
-# ... except their input, which out= may be: the tensor added to (``torch.addr(x, v, w, out=x)``)
-_OUT_MAY_BE_INPUT = frozenset({torch.addr, torch.index_add})
+# ... but for their input, which out= may be: the tensor added to (``torch.addr(x, v, w, out=x)``)
+_OUT_MAY_BE_INPUT = frozenset({torch.addr, torch.index_add, torch.index_copy, torch.scatter_add})
+
+
+def _same_view_policy(torch_fn: Any) -> SameView | None:
+    """``check_write_overlap``'s ``same_view`` for out= of ``torch_fn``; None: not checked (the other
+    kernels are not known to read their operands in one way)."""
+    if torch_fn in _OUT_APART_FROM_OPERANDS:
+        return "overlap"
+    if torch_fn in _OUT_READ_WHILE_WRITTEN:
+        return "refused"
+    tags: frozenset[str] = getattr(symbol_for(torch_fn), "tags", frozenset())
+    return "allowed" if "elementwise" in tags else "refused" if "reduction" in tags else None
 
 
 def _check_out_apart(torch_fn: Any, destination: Any, operands: tuple[tuple, dict]) -> None:
-    if torch_fn not in _OUT_APART_FROM_OPERANDS:
+    same_view = _same_view_policy(torch_fn)
+    if same_view is None:
         return
     args, kwargs = operands
     if torch_fn in _OUT_MAY_BE_INPUT:
@@ -234,9 +254,9 @@ def _check_out_apart(torch_fn: Any, destination: Any, operands: tuple[tuple, dic
             if not (isinstance(target, TensorProxy) and isinstance(operand, TensorProxy)):
                 continue
             # one tensor: eager refuses even an empty one (but cat skips 1-d empty ones, and so does this)
-            if target is operand and target.numel() == 0 and target.shape != (0,):
+            if same_view == "overlap" and target is operand and target.numel() == 0 and target.shape != (0,):
                 raise RuntimeError(OVERLAP_MESSAGE)
-            check_write_overlap(target, operand, construct, same_view_overlaps=True)
+            check_write_overlap(target, operand, construct, same_view=same_view)
 
 
 def _check_out_differentiable(torch_fn: Any, arguments: Any) -> None:
