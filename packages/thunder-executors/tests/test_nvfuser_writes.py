@@ -115,11 +115,13 @@ def test_the_whole_steps_updates_are_written_by_their_regions(optimizer: str) ->
 
 @pytest.mark.parametrize("optimizer", ["AdamW", "Adam"])
 def test_a_fused_adam_step_writes_its_weights_and_counters_in_place(optimizer: str) -> None:
-    """Fused Adam(W) keeps its step counters on the parameters' device. The counters' updates and the
-    step sizes made from them run in a first stage, which writes the counters it updates; each
-    weight's update, reading those values as stride-0 views (``ExpandStage``), is then a pointwise
-    stage without a broadcast that writes the weight and both moments itself
-    (``_scalars_first_groups``). Before, every write of the step was copied after its region."""
+    """Fused Adam(W) keeps its step counters on the parameters' device. Every parameter's counter
+    update and the step sizes made from it run first, together (``early_updates.py``; region
+    rematerialization leaves 0-dim work where it is), in one stage that writes the counters. Each
+    update reads those values as stride-0 views (``ExpandStage``), so it is a pointwise stage without
+    a broadcast that writes the parameter and both moments itself; a bias's update is split off the
+    reduction that makes its gradient (``_updates_split_off``). Nothing is copied after a region.
+    Before, every write of the step was copied."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to(DEVICE)
     reference = copy.deepcopy(net)
@@ -137,15 +139,16 @@ def test_a_fused_adam_step_writes_its_weights_and_counters_in_place(optimizer: s
         for key in ("exp_avg", "exp_avg_sq", "step"):
             torch.testing.assert_close(optimizer_of_jitted.state[p][key], optimizer_of_eager.state[q][key])
     trace = thunder.last_traces(jitted)[-1]
-    stages = [s for _, r in _runners(jitted) for s in r.stages if isinstance(s, FusionStage)]
-    written = {d.name for s in stages for _, d in s.writes}
-    weights = [a.name for a in trace.args if a.name.count("_") == 1 and len(a.shape) == 2]
-    assert sorted(weights) == ["param0_0", "param0_2"]
-    for weight in weights:
-        assert {weight, f"{weight}_exp_avg", f"{weight}_exp_avg_sq"} <= written
-    # a counter whose update is in a region of its own, or beside a bias gradient's reduction, is
-    # copied back; the counters beside the weights' updates are written by the first stage
-    assert any(name.endswith("_step") for name in written)
+    runners = [r for _, r in _runners(jitted)]
+    assert not any(r.copied for r in runners)
+    stages = [s for r in runners for s in r.stages if isinstance(s, FusionStage)]
+    written = [d.name for s in stages for _, d in s.writes]
+    parameters = sorted(a.name for a in trace.args if a.name.count("_") == 1 and a.name.startswith("param"))
+    assert len(parameters) == 4
+    expected = [f"{p}{suffix}" for p in parameters for suffix in ("", "_exp_avg", "_exp_avg_sq", "_step")]
+    assert sorted(written) == sorted(expected)
+    (counters,) = [s for s in stages if any(d.name.endswith("_step") for _, d in s.writes)]
+    assert sorted(d.name for _, d in counters.writes) == [f"{p}_step" for p in parameters]
     assert all(b.symbol.name != "broadcast_in_dim" for s in stages if s.writes for b in s.region)
 
 

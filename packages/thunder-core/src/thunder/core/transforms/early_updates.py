@@ -10,11 +10,17 @@ parameter the rest of the backward still reads is written only after that read.
 
 The order is: the other ops as they were, each followed by the movable ops whose latest input it makes
 (an anchor), in their original order; an input made by another movable op takes that op's anchor.
-A movable op that reads only the program's inputs waits for its first reader instead.
+A movable op that reads only the program's inputs waits for its first reader instead, unless it
+computes 0-dim values from 0-dim values alone (an optimizer's step counter, the bias corrections and
+step sizes made from it): those run first, together, so that a fusion executor computes every
+parameter's in one kernel at the start rather than one beside each update (nvFuser's
+``_scalars_first_groups``, which splits them off an update so that it writes in place). Their values
+are numbers in tensors: alive through the program, they cost nothing.
 """
 
 from __future__ import annotations
 
+from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import RETURN, BoundSymbol
 from thunder.core.trace import Trace, from_trace
 
@@ -46,10 +52,12 @@ def place_updates_early(trace: Trace) -> Trace:
             anchor = len(fixed) - 1
         for proxy in bound_symbol.proxy_outputs():
             anchor_of_name[proxy.name] = anchor
-    order: list[BoundSymbol] = []
     # ops that read only the program's inputs (a momentum buffer scaled) wait for their first reader:
-    # moved to the start they would keep their results alive through the whole program
-    waiting = {p.name: b for b in anchored.get(-1, []) for p in b.proxy_outputs()}
+    # moved to the start they would keep their results alive through the whole program; 0-dim ones
+    # do not, and run first
+    order = [b for b in anchored.get(-1, []) if _on_scalars(b)]
+    first = {id(b) for b in order}
+    waiting = {p.name: b for b in anchored.get(-1, []) if id(b) not in first for p in b.proxy_outputs()}
 
     def emit(bound_symbol: BoundSymbol) -> None:
         for proxy in bound_symbol.proxy_args():
@@ -69,3 +77,10 @@ def place_updates_early(trace: Trace) -> Trace:
     new.mutations = trace.mutations
     new.bound_symbols.extend(order)
     return new
+
+
+def _on_scalars(bound_symbol: BoundSymbol) -> bool:
+    """Whether ``bound_symbol`` makes 0-dim tensors from 0-dim tensors (or from numbers) alone."""
+    outputs = [p for p in bound_symbol.proxy_outputs() if isinstance(p, TensorProxy)]
+    args = [p for p in bound_symbol.proxy_args() if isinstance(p, TensorProxy)]
+    return bool(outputs) and all(p.shape == () for p in (*outputs, *args))

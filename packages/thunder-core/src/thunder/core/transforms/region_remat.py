@@ -37,7 +37,23 @@ Regions = list[tuple[FusionExecutor, list[int]]]
 
 def _cheap(bound_symbol: BoundSymbol) -> bool:
     tags = bound_symbol.symbol.tags
-    return bool(tags & _CHEAP_TAGS) and "random" not in tags and bound_symbol.symbol.is_leaf
+    return (
+        bool(tags & _CHEAP_TAGS)
+        and "random" not in tags
+        and bound_symbol.symbol.is_leaf
+        and not _on_scalars(bound_symbol)
+    )
+
+
+def _on_scalars(bound_symbol: BoundSymbol) -> bool:
+    """Work on 0-dim tensors alone (an optimizer's step sizes and bias corrections, computed together
+    at the program's start: ``early_updates.py``) is read, not recomputed: its values cost nothing to
+    hand over, and recomputed beside an update it would be a launch of its own in every region that
+    writes a parameter (nvFuser's ``_scalars_first_groups``)."""
+    tensors = [
+        p for p in (*bound_symbol.proxy_args(), *bound_symbol.proxy_outputs()) if isinstance(p, TensorProxy)
+    ]
+    return bool(tensors) and all(p.shape == () for p in tensors)
 
 
 def _bytes(proxy: TensorProxy) -> int:

@@ -318,7 +318,7 @@ def _stages(
     wanted = [*outputs, *(v for v, _ in writes if v.name not in output_names)]
     plan = _stages_of(_scalar_groups_merged(_stage_groups(region, inputs, wanted)), writes, output_names)
     if plan[1]:
-        groups = _scalars_first_groups(region, wanted)
+        groups = _scalars_first_groups(region, wanted, {v.name for v, _ in writes})
         if groups is not None:
             other = _stages_of(groups, writes, output_names)
             if len(other[1]) < len(plan[1]):
@@ -362,7 +362,7 @@ def _stages_of(
 
 
 def _scalars_first_groups(
-    region: list[BoundSymbol], outputs: list[TensorProxy]
+    region: list[BoundSymbol], outputs: list[TensorProxy], written: frozenset[str] | set[str] = frozenset()
 ) -> list[tuple[Group, str]] | None:
     """The region's 0-dim computations as the first stages, then the 0-dim values the rest broadcasts
     as stride-0 views of them (``ExpandStage``), then the rest; None where there is nothing to move.
@@ -372,7 +372,9 @@ def _scalars_first_groups(
     a ``BroadcastOp``, after which nvFuser's ``SegmentInplaceUpdatePass`` will not let the update
     write its parameter in place. Computed by a stage before it and read as expanded inputs (no
     ``BroadcastOp``), they leave the update a pointwise stage that writes the parameter and its
-    state in place; the step counter's own update is written in place by the first stage.
+    state in place; the step counter's own update is written in place by the first stage. An update
+    beside the reduction that makes its gradient (a bias, a norm's weight) becomes a stage of its own
+    after that reduction's (``_updates_split_off``), so that it too writes in place.
     """
     produced = _produced(region)
     scalars: set[str] = set()  # values computed from 0-dim values alone
@@ -401,8 +403,9 @@ def _scalars_first_groups(
         return None
     first_outputs = _read_after(first, [*expands, *rest], outputs)
     computed_first = {p.name for p in first_outputs}
+    rest_groups = _stage_groups(rest, _inputs_of(rest), [p for p in outputs if p.name not in computed_first])
     later = _scalar_groups_merged(
-        _stage_groups(rest, _inputs_of(rest), [p for p in outputs if p.name not in computed_first])
+        [part for group in rest_groups for part in _updates_split_off(group, written)]
     )
     later = [_with_broadcasts(group, kind, expands) for group, kind in later]
     expanded = {p.name for (symbols, inputs, _), _ in later for p in inputs}
@@ -413,6 +416,44 @@ def _scalars_first_groups(
     if expands:
         groups.append(((expands, _inputs_of(expands), [b.output for b in expands]), "expand"))
     return groups + later
+
+
+def _updates_split_off(group: Group, written: frozenset[str] | set[str]) -> list[Group]:
+    """``group`` as the stages before its pointwise updates and the updates: the pointwise symbols
+    that the values in ``written`` are computed by, back to the last value a reduction or a shape op
+    makes (a bias's gradient, summed), and read by nothing else of the group. Only where both parts
+    are left non-empty; else ``[group]``."""
+    symbols, _, outputs = group
+    if all(b.symbol.name in _POINTWISE for b in symbols):
+        return [group]
+    producer = {p.name: b for b in symbols for p in b.proxy_outputs() if isinstance(p, TensorProxy)}
+    tail: set[int] = set()
+    pending = [name for name in written if name in producer]
+    while pending:
+        b = producer.get(pending.pop())
+        if b is None or id(b) in tail or b.symbol.name not in _POINTWISE:
+            continue
+        tail.add(id(b))
+        pending.extend(p.name for p in b.proxy_args() if isinstance(p, TensorProxy))
+    changed = True
+    while changed:  # a value the rest reads is made by the rest, and so is what it is made from
+        head_reads = {p.name for b in symbols if id(b) not in tail for p in b.proxy_args()}
+        kept_back = {
+            id(b) for b in symbols if id(b) in tail and any(p.name in head_reads for p in b.proxy_outputs())
+        }
+        tail -= kept_back
+        changed = bool(kept_back)
+    head = [b for b in symbols if id(b) not in tail]
+    updates = [b for b in symbols if id(b) in tail]
+    if not head or not updates:
+        return [group]
+    head_outputs = _read_after(head, updates, outputs)
+    made = _produced(updates)
+    update_outputs = [p for p in outputs if p.name in made]
+    return [
+        *_connected_groups(head, _inputs_of(head), head_outputs),
+        *_connected_groups(updates, _inputs_of(updates), update_outputs),
+    ]
 
 
 def _with_broadcasts(group: Group, kind: str, broadcasts: list[BoundSymbol]) -> tuple[Group, str]:
