@@ -123,7 +123,7 @@ def test_mlp_training_trace_shows_nvfusion_regions_with_prims() -> None:
 def test_low_rank_outputs_beside_a_softmax_are_exact_whatever_memory_held() -> None:
     """A region returning ``~mask`` (the causal mask a training step saves) beside a softmax of
     higher rank gives exactly eager's values, also when the allocator hands out blocks that held other
-    data (NaNs here); see ``_side_outputs`` in the executor."""
+    data (NaNs here); see ``side_outputs`` in ``nvfuser/stage_groups.py``."""
 
     def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         hidden = ~mask

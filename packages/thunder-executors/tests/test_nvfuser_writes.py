@@ -120,7 +120,7 @@ def test_a_fused_adam_step_writes_its_weights_and_counters_in_place(optimizer: s
     rematerialization leaves 0-dim work where it is), in one stage that writes the counters. Each
     update reads those values as stride-0 views (``ExpandStage``), so it is a pointwise stage without
     a broadcast that writes the parameter and both moments itself; a bias's update is split off the
-    reduction that makes its gradient (``_updates_split_off``). Nothing is copied after a region.
+    reduction that makes its gradient (``stage_groups.updates_split_off``). Nothing is copied after a region.
     Before, every write of the step was copied."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to(DEVICE)

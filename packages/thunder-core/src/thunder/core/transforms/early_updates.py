@@ -14,7 +14,7 @@ A movable op that reads only the program's inputs waits for its first reader ins
 computes 0-dim values from 0-dim values alone (an optimizer's step counter, the bias corrections and
 step sizes made from it): those run first, together, so that a fusion executor computes every
 parameter's in one kernel at the start rather than one beside each update (nvFuser's
-``_scalars_first_groups``, which splits them off an update so that it writes in place). Their values
+``stage_groups.scalars_first_groups``, which splits them off an update so that it writes in place). Their values
 are numbers in tensors: alive through the program, they cost nothing.
 """
 

@@ -49,7 +49,7 @@ def _on_scalars(bound_symbol: BoundSymbol) -> bool:
     """Work on 0-dim tensors alone (an optimizer's step sizes and bias corrections, computed together
     at the program's start: ``early_updates.py``) is read, not recomputed: its values cost nothing to
     hand over, and recomputed beside an update it would be a launch of its own in every region that
-    writes a parameter (nvFuser's ``_scalars_first_groups``)."""
+    writes a parameter (nvFuser's ``stage_groups.scalars_first_groups``)."""
     tensors = [
         p for p in (*bound_symbol.proxy_args(), *bound_symbol.proxy_outputs()) if isinstance(p, TensorProxy)
     ]
