@@ -6,7 +6,9 @@ take_along_dim, gather, outer and (but for the tensor they add to) addr, index_a
 scatter_add check ATen's ``assert_no_overlap`` and raise a RuntimeError where ``out`` shares memory
 with an operand; elementwise kernels raise it for a partial overlap. Reductions and matrix products
 read what they already wrote (eager's ``torch.mm(x, x, out=x)`` gives zeros): thunder refuses those
-with a NotImplementedError naming the construct. thunder answered all of them before
+with a NotImplementedError naming the construct, as it does any overlap for the other kernels, whose
+way of reading is not known (``torch.linalg.cross``), and for ops it runs through its fallback to
+PyTorch (``torch.linalg.matrix_power(x, 2, out=x)`` gives zeros in eager). thunder answered all of them before
 (``_check_out_apart`` in thunder/torch/inplace.py). Each case runs one jitted function twice, with
 new inputs, against eager.
 """
@@ -67,6 +69,9 @@ ORDER_DEPENDENT: dict[str, Callable[..., Any]] = {
     "mean_into_a_column": lambda x, v, w: torch.mean(x, 1, True, out=x[:, :1]),
     "amax_into_a_row": lambda x, v, w: torch.amax(x, 0, out=x[3]),
     "stack_into_interleaved_rows": lambda x, v, w: torch.stack([x[0], x[1]], out=x.t()[2:]),
+    # ops thunder runs through its fallback to PyTorch (no symbol of its own): any overlap is refused
+    "matrix_power_into_its_input": lambda x, v, w: torch.linalg.matrix_power(x, 2, out=x),
+    "cross_into_an_overlapping_view": lambda x, v, w: torch.linalg.cross(x[:, :3], x[:, 1:], out=x[:, :3]),
 }
 
 # out= apart from the operands, or the one operand eager lets it be: eager's answer
@@ -94,6 +99,10 @@ ANSWERED: dict[str, Callable[..., Any]] = {
     "mm_into_other_memory": lambda x, v, w: torch.mm(x[:2, :2], x[:2, 2:], out=x[2:, :2]),
     "sum_into_a_new_tensor": lambda x, v, w: torch.sum(x, 0, out=torch.empty(4)),
     "mm_into_a_new_tensor": lambda x, v, w: torch.mm(x, x, out=torch.empty(4, 4)),
+    "matrix_power_into_a_new_tensor": lambda x, v, w: torch.linalg.matrix_power(x, 2, out=torch.empty(4, 4)),
+    "cross_into_other_columns": lambda x, v, w: torch.linalg.cross(
+        x[:2, :3], x[2:, :3], out=torch.empty(2, 3)
+    ),
 }
 
 

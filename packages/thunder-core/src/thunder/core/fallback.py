@@ -336,10 +336,17 @@ def call(fn: Callable, args: tuple, kwargs: dict) -> Any:
     if fn in _DATA_READERS:  # torch.Tensor.item(x): as x.item()
         raise reads_data_error(_DATA_READERS[fn])
     if kwargs.get("out") is not None:
-        from thunder.core.inplace import mutate
+        from thunder.core.inplace import check_write_overlap, mutate
 
         kwargs = dict(kwargs)
         out = kwargs.pop("out")
+        # the result is computed, then written into out; eager's kernel may read an operand after it
+        # wrote out over it (linalg.matrix_power(x, 2, out=x) gives zeros): any overlap is refused
+        construct = f"{torch_name(fn)}(v, out=x)"
+        for target in tree_leaves(out):
+            for operand in tree_leaves((args, kwargs)):
+                if isinstance(target, TensorProxy) and isinstance(operand, TensorProxy):
+                    check_write_overlap(target, operand, construct, same_view="refused")
         result = call(fn, args, kwargs)
         for destination, value in zip(tree_leaves(out), tree_leaves(result)):
             mutate(destination, value)

@@ -216,7 +216,8 @@ def _check_out_dtypes(torch_fn: Any, destination: Any, result: Any) -> None:
 # before they write it: out= may be the very same view as an operand, and a partial overlap is eager's
 # error where both are dense, else refused (check_write_overlap). Reductions and the kernels below read
 # what they already wrote even in the very same view (eager's mm(x, x, out=x) and
-# sum(x[..., None], -1, out=x) give zeros): any overlap is refused. Other kernels are not checked.
+# sum(x[..., None], -1, out=x) give zeros): any overlap is refused, and so it is for kernels not known to
+# read their operands in one way (linalg.cross(a, b, out=a): eager's answer follows its order of writes).
 _OUT_READ_WHILE_WRITTEN = frozenset(
     {torch.mm, torch.matmul, torch.bmm, torch.addmm, torch.baddbmm, torch.mv, torch.kron}
 )
@@ -230,21 +231,18 @@ _OUT_APART_FROM_OPERANDS = frozenset({
 _OUT_MAY_BE_INPUT = frozenset({torch.addr, torch.index_add, torch.index_copy, torch.scatter_add})
 
 
-def _same_view_policy(torch_fn: Any) -> SameView | None:
-    """``check_write_overlap``'s ``same_view`` for out= of ``torch_fn``; None: not checked (the other
-    kernels are not known to read their operands in one way)."""
+def _same_view_policy(torch_fn: Any) -> SameView:
+    """``check_write_overlap``'s ``same_view`` for out= of ``torch_fn``. Kernels not known to read their
+    operands in one way (``torch.linalg.cross(a, b, out=a)``: eager's answer depends on its order of
+    writes) are refused any overlap, as reductions are."""
     if torch_fn in _OUT_APART_FROM_OPERANDS:
         return "overlap"
-    if torch_fn in _OUT_READ_WHILE_WRITTEN:
-        return "refused"
     tags: frozenset[str] = getattr(symbol_for(torch_fn), "tags", frozenset())
-    return "allowed" if "elementwise" in tags else "refused" if "reduction" in tags else None
+    return "allowed" if torch_fn not in _OUT_READ_WHILE_WRITTEN and "elementwise" in tags else "refused"
 
 
 def _check_out_apart(torch_fn: Any, destination: Any, operands: tuple[tuple, dict]) -> None:
     same_view = _same_view_policy(torch_fn)
-    if same_view is None:
-        return
     args, kwargs = operands
     if torch_fn in _OUT_MAY_BE_INPUT:
         args, kwargs = args[1:], {k: v for k, v in kwargs.items() if k != "input"}
