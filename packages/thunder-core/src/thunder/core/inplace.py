@@ -1027,12 +1027,14 @@ def _copies_of_written_inputs(
     copies: dict[str, TensorProxy] = {}
     producers = None
     for position, leaf in enumerate(leaves):
-        if not isinstance(leaf, TensorProxy) or user_names[position] == leaf.name:
+        if not isinstance(leaf, TensorProxy) or (user_names[position] == leaf.name and leaf.name in inputs):
             continue
         if leaf.name not in inputs:
             # a value made of an input by view prims only (``v = a.clone(); v[...] = a``: the write's
             # value broadcast and reshaped back) is a view of it when run, where eager's ``v`` is a
-            # tensor of its own; an eager view of the input (an alias of it) is one legitimately
+            # tensor of its own; so is a view taken after such a write (``v.copy_(a); return v.t()``:
+            # ``a.t()`` when run, a view of ``v`` in eager); an eager view of the input (an alias of
+            # it) is one legitimately
             alias = trace.mutations.aliases.get(user_names[position])
             if alias is not None and alias.root in inputs or user_names[position] in inputs:
                 continue
@@ -1046,7 +1048,13 @@ def _copies_of_written_inputs(
 
 
 def _producers(trace: Trace) -> dict[str, BoundSymbol]:
-    return {p.name: b for b in trace.bound_symbols for p in b.proxy_outputs() if isinstance(p, TensorProxy)}
+    """Each tensor's maker; a symbol that returns its input itself (``x.view(x.shape)``) makes nothing."""
+    return {
+        p.name: b
+        for b in trace.bound_symbols
+        for p in b.proxy_outputs()
+        if isinstance(p, TensorProxy) and not any(a is p for a in b.proxy_args())
+    }
 
 
 def _viewed_input(proxy: TensorProxy, inputs: set[str], producers: dict[str, BoundSymbol]) -> bool:
