@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from thunder.core.proxies import Proxy
+from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.symbol import BoundSymbol
 
@@ -48,3 +48,11 @@ def producers(bound_symbols: Sequence[BoundSymbol]) -> dict[str, BoundSymbol]:
             if proxy.name not in inputs:
                 made[proxy.name] = bound_symbol
     return made
+
+
+def on_scalars(bound_symbol: BoundSymbol) -> bool:
+    """Whether ``bound_symbol`` makes 0-dim tensors from 0-dim tensors (or from numbers) alone: an
+    optimizer's step counter and the bias corrections and step sizes made from it."""
+    outputs = [p for p in bound_symbol.proxy_outputs() if isinstance(p, TensorProxy)]
+    args = [p for p in bound_symbol.proxy_args() if isinstance(p, TensorProxy)]
+    return bool(outputs) and all(p.shape == () for p in (*outputs, *args))

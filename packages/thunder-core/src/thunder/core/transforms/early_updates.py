@@ -20,9 +20,9 @@ are numbers in tensors: alive through the program, they cost nothing.
 
 from __future__ import annotations
 
-from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import RETURN, BoundSymbol
 from thunder.core.trace import Trace, from_trace
+from thunder.core.transforms.common import on_scalars
 
 __all__ = ["place_updates_early"]
 
@@ -55,7 +55,7 @@ def place_updates_early(trace: Trace) -> Trace:
     # ops that read only the program's inputs (a momentum buffer scaled) wait for their first reader:
     # moved to the start they would keep their results alive through the whole program; 0-dim ones
     # do not, and run first
-    order = [b for b in anchored.get(-1, []) if _on_scalars(b)]
+    order = [b for b in anchored.get(-1, []) if on_scalars(b)]
     first = {id(b) for b in order}
     waiting = {p.name: b for b in anchored.get(-1, []) if id(b) not in first for p in b.proxy_outputs()}
 
@@ -77,10 +77,3 @@ def place_updates_early(trace: Trace) -> Trace:
     new.mutations = trace.mutations
     new.bound_symbols.extend(order)
     return new
-
-
-def _on_scalars(bound_symbol: BoundSymbol) -> bool:
-    """Whether ``bound_symbol`` makes 0-dim tensors from 0-dim tensors (or from numbers) alone."""
-    outputs = [p for p in bound_symbol.proxy_outputs() if isinstance(p, TensorProxy)]
-    args = [p for p in bound_symbol.proxy_args() if isinstance(p, TensorProxy)]
-    return bool(outputs) and all(p.shape == () for p in (*outputs, *args))

@@ -24,7 +24,7 @@ from thunder.core.executor import FusionExecutor
 from thunder.core.inplace import EAGER_VIEWS, is_view_symbol
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
-from thunder.core.transforms.common import substitute
+from thunder.core.transforms.common import on_scalars, substitute
 from thunder.core.transforms.remat import cheapest_cut, recomputation
 
 __all__ = ["recompute_between_regions"]
@@ -41,19 +41,12 @@ def _cheap(bound_symbol: BoundSymbol) -> bool:
         bool(tags & _CHEAP_TAGS)
         and "random" not in tags
         and bound_symbol.symbol.is_leaf
-        and not _on_scalars(bound_symbol)
+        # 0-dim work (an optimizer's step sizes, computed together at the program's start:
+        # early_updates.py) is read, not recomputed: its values cost nothing to hand over, and
+        # recomputed beside an update it is a launch of its own in every region that writes a
+        # parameter (nvFuser's stage_groups.scalars_first_groups)
+        and not on_scalars(bound_symbol)
     )
-
-
-def _on_scalars(bound_symbol: BoundSymbol) -> bool:
-    """Work on 0-dim tensors alone (an optimizer's step sizes and bias corrections, computed together
-    at the program's start: ``early_updates.py``) is read, not recomputed: its values cost nothing to
-    hand over, and recomputed beside an update it would be a launch of its own in every region that
-    writes a parameter (nvFuser's ``stage_groups.scalars_first_groups``)."""
-    tensors = [
-        p for p in (*bound_symbol.proxy_args(), *bound_symbol.proxy_outputs()) if isinstance(p, TensorProxy)
-    ]
-    return bool(tensors) and all(p.shape == () for p in tensors)
 
 
 def _bytes(proxy: TensorProxy) -> int:
