@@ -182,6 +182,7 @@ def _fuse_regions(
     """
     region_of: list[int | None] = []  # per claimed symbol
     regions: list[tuple[FusionExecutor, list[int]]] = []
+    members: list[list[BoundSymbol]] = []  # per region, its symbols (what ``can_join`` is asked about)
     latest_region: dict[str, int] = {}
     producer_of: dict[str, int] = {}
     graph = RegionGraph()
@@ -203,14 +204,16 @@ def _fuse_regions(
                     r
                     for r in candidates
                     if not graph.reaches_any(r, producers, region_of)
-                    and executor.can_join([claimed[i][0] for i in regions[r][1]], bound_symbol)
+                    and executor.can_join(members[r], bound_symbol)
                 ),
                 None,
             )
             if chosen is None:
                 chosen = graph.new_region()
                 regions.append((executor, []))
+                members.append([])
             regions[chosen][1].append(index)
+            members[chosen].append(bound_symbol)
             latest_region[executor.name] = chosen
         # an in-place op runs after every node begun before it (``_emit``), as a copy-back does; unlike
         # a copy-back it has an output, and what reads that must not join a region begun before it

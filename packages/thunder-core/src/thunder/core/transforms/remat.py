@@ -132,7 +132,7 @@ def cheapest_cut(
         if producer is None or not recomputable(producer):
             capacities[(_SOURCE, f"{proxy.name}.in")] = None
 
-    for bound_symbol in symbols:
+    for bound_symbol in _recomputable_ancestors(symbols, producers, needed, recomputable):
         outputs = [p for p in bound_symbol.proxy_outputs() if isinstance(p, TensorProxy)]
         for output in outputs:
             add_tensor(output)
@@ -146,6 +146,32 @@ def cheapest_cut(
         capacities[(f"{proxy.name}.out", _SINK)] = None
     sink_side = _sink_side_of_minimum_cut(capacities, _SOURCE, _SINK)
     return [tensors[name] for name in tensors if f"{name}.in" not in sink_side and f"{name}.out" in sink_side]
+
+
+def _recomputable_ancestors(
+    symbols: list[BoundSymbol],
+    producers: dict[str, BoundSymbol],
+    needed: Iterable[TensorProxy],
+    recomputable: Callable[[BoundSymbol], bool],
+) -> list[BoundSymbol]:
+    """The symbols, in their order, that a recomputation of ``needed`` could run: walking back from
+    ``needed`` through recomputable producers. The rest add no path to the sink, so the cut over
+    these alone is the same cut (a fusion region of a whole training step holds thousands of
+    symbols, of which a cut between two regions meets a few)."""
+    chosen: set[int] = set()
+    pending = [p.name for p in needed]
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        producer = producers.get(name)
+        if producer is None or id(producer) in chosen or not recomputable(producer):
+            continue
+        chosen.add(id(producer))
+        pending += [p.name for p in producer.proxy_args() if isinstance(p, TensorProxy)]
+    return [b for b in symbols if id(b) in chosen]
 
 
 def _sink_side_of_minimum_cut(

@@ -462,6 +462,8 @@ class NvFuserExecutor(FusionExecutor):
         """
         if _reshapes_an_expansion(region, bound_symbol):
             return False
+        if bound_symbol.symbol.name not in REDUCTIONS:  # before the aliases: a scan of the region
+            return True
         aliases = _same_dtype_conversions([*region, bound_symbol])
         key = _reduction_key(bound_symbol, aliases)
         if key is None:
