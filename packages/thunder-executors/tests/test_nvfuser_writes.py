@@ -152,6 +152,38 @@ def test_a_fused_adam_step_writes_its_weights_and_counters_in_place(optimizer: s
     assert all(b.symbol.name != "broadcast_in_dim" for s in stages if s.writes for b in s.region)
 
 
+def test_step_sizes_of_many_parameters_run_in_runs_that_share_a_structure() -> None:
+    """Each parameter's step size and bias corrections are an independent 0-dim computation, linked to
+    the others only through the learning rate. Cut into runs of ``SCALAR_CHUNK_PARTS`` (the last run
+    shorter), every full run has one structure, which nvFuser compiles once, instead of one kernel
+    for all parameters compiled anew for each program (``stage_groups.scalar_chunks``)."""
+    from thunder.executors.nvfuser.stage_groups import SCALAR_CHUNK_PARTS
+
+    torch.manual_seed(0)
+    layers = SCALAR_CHUNK_PARTS + 3  # weights and biases: 2 * layers parameters
+    net = torch.nn.Sequential(*(torch.nn.Linear(4, 4) for _ in range(layers))).to(DEVICE)
+    reference = copy.deepcopy(net)
+    options = {"lr": 1e-2, "weight_decay": 0.1, "fused": True}
+    optimizer_of_jitted = torch.optim.AdamW(net.parameters(), **options)
+    optimizer_of_eager = torch.optim.AdamW(reference.parameters(), **options)
+    jitted = _jit(_training_step(net, optimizer_of_jitted))
+    eager = _training_step(reference, optimizer_of_eager)
+    for _ in range(3):
+        x = torch.randn(2, 4, device=DEVICE)
+        torch.testing.assert_close(_call(jitted, x), eager(x))
+    for p, q in zip(net.parameters(), reference.parameters()):
+        torch.testing.assert_close(p, q)
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            torch.testing.assert_close(optimizer_of_jitted.state[p][key], optimizer_of_eager.state[q][key])
+    stages = [s for _, r in _runners(jitted) for s in r.stages if isinstance(s, FusionStage)]
+    counters = [s for s in stages if any(d.name.endswith("_step") for _, d in s.writes)]
+    sizes = sorted(len(s.writes) for s in counters)
+    assert sum(sizes) == 2 * layers
+    assert max(sizes) == SCALAR_CHUNK_PARTS and sizes.count(SCALAR_CHUNK_PARTS) == len(sizes) - 1
+    full = {s.structure for s in counters if len(s.writes) == SCALAR_CHUNK_PARTS}
+    assert len(full) == 1, "runs of one length and form should share one compiled kernel"
+
+
 def read_between(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """``x * 2`` is fused; the matmul reads the old ``x`` after it; then ``x`` is written."""
     doubled = x * 2 + 1

@@ -21,6 +21,7 @@ a region that falls back to torch runs it. The region is tagged ``side_effect`` 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter
 
 from thunder.core.executor import FusionExecutor
@@ -64,6 +65,10 @@ def _copies_taken(trace: Trace, bound_symbols: list[BoundSymbol]) -> dict[int, l
     written = Counter(bound_symbols[i].args[0].name for i in copies)
     producer = {p.name: i for i, b in enumerate(bound_symbols) for p in b.proxy_outputs()}
     shared = _memory_shared(trace, bound_symbols)
+    read_at: dict[str, list[int]] = {}  # per input, where the program reads its memory (ascending)
+    for i, b in enumerate(bound_symbols):
+        for root in {r for p in b.proxy_args() for r in shared.get(p.name, ())}:
+            read_at.setdefault(root, []).append(i)
     taken: dict[int, list[int]] = {}
     for index in copies:
         destination, value = bound_symbols[index].args
@@ -77,14 +82,10 @@ def _copies_taken(trace: Trace, bound_symbols: list[BoundSymbol]) -> dict[int, l
         if destination.shape != value.shape or destination.dtype != value.dtype:
             continue
         root = destination.name
-
-        def aliases(name: str) -> bool:
-            return root in shared.get(name, ())
-
-        between = bound_symbols[made_at + 1 : index]
-        if any(aliases(p.name) for b in between for p in b.proxy_args()):
+        reads = read_at.get(root, [])
+        if bisect_right(reads, made_at) < bisect_left(reads, index):  # read between the region and the copy
             continue
-        if any(aliases(p.name) and p.name != destination.name for p in region.proxy_args()):
+        if any(root in shared.get(p.name, ()) and p.name != destination.name for p in region.proxy_args()):
             continue
         taken.setdefault(made_at, []).append(index)
     return taken
