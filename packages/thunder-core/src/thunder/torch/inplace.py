@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 from thunder.core import dtypes, fallback
 from thunder.core.inplace import OVERLAP_MESSAGE, SameView, check_write_overlap, current, mutate, resize
-from thunder.core.proxies import NumberProxy, TensorProxy, register_tensor_method, tensor_method
-from thunder.core.pytree import tree_leaves
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, register_tensor_method, tensor_method
+from thunder.core.pytree import tree_leaves, tree_map
 from thunder.torch.foreach import foreach_lookaside
 from thunder.torch.index_keys import parse_key, put, value_of_write
 from thunder.torch.randomness import random_lookaside
@@ -257,6 +257,47 @@ def _check_out_apart(torch_fn: Any, destination: Any, operands: tuple[tuple, dic
             check_write_overlap(target, operand, construct, same_view=same_view)
 
 
+class _NoStandIn(Exception):
+    """An argument that no concrete value can stand for (a symbolic size, a proxy of another kind)."""
+
+
+def _stand_in(value: Any) -> Any:
+    if isinstance(value, TensorProxy):
+        if not all(type(size) is int for size in value.shape):
+            raise _NoStandIn
+        return torch.empty(value.shape, dtype=value.dtype.torch_dtype, device="meta")
+    if isinstance(value, NumberProxy):
+        return value.value  # its type is what the parser checks; reading it does not specialize
+    if isinstance(value, Proxy):
+        raise _NoStandIn
+    return value
+
+
+# how torch's argument parser words a call it refuses
+_PARSER_MESSAGES = ("must be Tensor", "must be tuple of Tensors", "invalid combination of arguments")
+
+
+def _check_eager_parses(torch_fn: Any, args: tuple, kwargs: dict, out: Any) -> None:
+    """Eager's argument parsing of the call, on meta tensors standing for the tensors: its
+    ``TypeError`` is raised here. Some ``out=`` overloads take fewer kinds of arguments than the
+    function's others: ``torch.where(c, x, 0.0, out=y)`` is refused ('other' must be a Tensor), where
+    ``torch.where(c, x, 0.0)`` takes the number. Errors of the meta kernels themselves are not eager's
+    and are left to the call."""
+    try:
+        meta_args, meta_kwargs, meta_out = tree_map(_stand_in, (args, kwargs, out))
+    except _NoStandIn:
+        return
+    try:
+        with warnings.catch_warnings():  # a resized out= warns where the call itself runs
+            warnings.simplefilter("ignore")
+            torch_fn(*meta_args, **meta_kwargs, out=meta_out)
+    except TypeError as error:
+        if any(words in str(error) for words in _PARSER_MESSAGES):
+            raise TypeError(str(error)) from None
+    except Exception:  # noqa: BLE001 -- a meta kernel's limits are not eager's answer
+        pass
+
+
 def _check_out_differentiable(torch_fn: Any, arguments: Any) -> None:
     """Eager refuses ``out=`` with gradients on where a tensor involved requires grad."""
     if torch.is_grad_enabled() and any(
@@ -312,6 +353,7 @@ def _with_out_and_inplace(torch_fn: Any, functional: Callable) -> Callable:
         if kwargs.get("out") is not None:
             kwargs = dict(kwargs)
             out = kwargs.pop("out")
+            _check_eager_parses(torch_fn, args, kwargs, out)
             _check_out_differentiable(torch_fn, (args, kwargs, out))
             _check_out_apart(torch_fn, out, (args, kwargs))
             result = functional(*args, **kwargs)

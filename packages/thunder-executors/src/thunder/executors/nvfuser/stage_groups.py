@@ -205,7 +205,10 @@ def with_broadcasts(group: Group, kind: str, broadcasts: list[BoundSymbol]) -> t
 def all_scalar(region: list[BoundSymbol]) -> bool:
     """Whether every tensor the region reads and makes is 0-dim (an optimizer's step sizes)."""
     return all(
-        p.shape == () for b in region for p in (*b.proxy_args(), *b.proxy_outputs()) if isinstance(p, TensorProxy)
+        p.shape == ()
+        for b in region
+        for p in (*b.proxy_args(), *b.proxy_outputs())
+        if isinstance(p, TensorProxy)
     )
 
 
