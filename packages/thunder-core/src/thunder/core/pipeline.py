@@ -61,6 +61,7 @@ from thunder.core.transforms.fusion_copy_backs import copy_backs_into_fusions
 from thunder.core.transforms.group_linears import group_linears
 from thunder.core.transforms.inline_backward import ran_backward
 from thunder.core.transforms.lifetimes import insert_deletes
+from thunder.core.transforms.program_remat import rematerialize_program
 from thunder.core.transforms.query_groups import fold_query_groups
 from thunder.core.transforms.reinplace import reinplace
 from thunder.core.transforms.remat import fused_recomputable, rematerialize, view_recomputable
@@ -181,6 +182,13 @@ def compile_computation(
         step("fuse linear cross entropy", fuse_linear_cross_entropy)
     step("dce", dce)
     _transform_if_changed(traces, stats, stage_prefix + "cse", cse)
+    if not stage_prefix:  # a program that ran loss.backward() itself is never split for remat.py
+        _transform_if_changed(
+            traces,
+            stats,
+            "rematerialization in the program",
+            functools.partial(rematerialize_program, recomputable=_recomputable(compile_data)),
+        )
     _transform_if_changed(traces, stats, stage_prefix + "updates placed early", place_updates_early)
     _transform_if_changed(traces, stats, stage_prefix + "copy-backs placed early", place_copy_backs)
     if not stage_prefix:  # not a forward or backward of autograd: nothing saved for later reads old values

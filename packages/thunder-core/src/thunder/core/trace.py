@@ -77,6 +77,8 @@ class Trace:
         # names of proxies made by ops that may run as soon as their inputs exist (an optimizer's
         # update of one parameter, interpreter/optimizers.py): transforms/early_updates.py moves them
         self.early_outputs: set[str] = set()
+        # per ``loss.backward()`` the program ran, the names made before it (transforms/program_remat.py)
+        self.backward_boundaries: list[frozenset[str]] = []
         # values of tensors that require grad, overwritten by writes autograd does not see (under
         # no_grad, through detach): value name -> the tensor's; a backward that reads one raises, as
         # eager's does (core/inplace.py)
@@ -188,5 +190,6 @@ def from_trace(trace: Trace, header: str = "") -> Trace:
     new.takes_argument_list = trace.takes_argument_list
     new.constants = dict(trace.constants)
     new.early_outputs = trace.early_outputs
+    new.backward_boundaries = trace.backward_boundaries
     new.overwritten = trace.overwritten
     return new

@@ -84,6 +84,7 @@ def record_backward(
     _rewrite_for_backward(trace)
     program = _differentiable(trace.bound_symbols, needs_grad)
     trace.bound_symbols[:] = program  # in place: the trace records into this very list
+    trace.backward_boundaries.append(frozenset(p.name for b in program for p in b.proxy_outputs()))
     with torch.no_grad():  # gradients are constants for a later backward, as without create_graph
         cotangents: dict[str, Any] = {}
         _accumulate(cotangents, loss, _seed(loss, gradient))

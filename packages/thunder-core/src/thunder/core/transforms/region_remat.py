@@ -27,7 +27,7 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.transforms.common import on_scalars, substitute
 from thunder.core.transforms.remat import cheapest_cut, recomputation
 
-__all__ = ["recompute_between_regions"]
+__all__ = ["recompute_between_regions", "may_view"]
 
 _CHEAP_TAGS = frozenset({"elementwise", "shape"})
 
@@ -74,7 +74,7 @@ def recompute_between_regions(
             )
 
 
-def _may_view(bound_symbol: BoundSymbol) -> bool:
+def may_view(bound_symbol: BoundSymbol) -> bool:
     """Whether its output may share its input's memory; by name too, since an operator executor's
     ``torch.reshape`` no longer carries the ``view`` tag of the symbol it runs."""
     symbol = bound_symbol.symbol
@@ -99,7 +99,7 @@ class _Writes:
             writes = bound_symbol.symbol.id == "inplace.copy_" or "writes_input" in bound_symbol.symbol.tags
             if writes:
                 self.positions.setdefault(root, []).append(index)
-            if writes or _may_view(bound_symbol):
+            if writes or may_view(bound_symbol):
                 for proxy in bound_symbol.proxy_outputs():
                     self.roots[proxy.name] = root
 
