@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from thunder.core.inplace import finish as finish_mutations
+from thunder.core.inplace_finish import finish as finish_mutations
 from thunder.core.pipeline import CompileData, FrontendResult
 from thunder.core.prologue import PrologueBuilder
 from thunder.core.proxies import TensorProxy

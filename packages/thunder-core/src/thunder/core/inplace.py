@@ -14,8 +14,8 @@ a new value of the root; reading a view after its root changed replays the chain
 current value. Every alias of a root therefore sees every mutation, as in eager.
 
 Mutated computation inputs (arguments, parameters, buffers) are written back to the real tensors
-at the end of the computation: ``finish`` appends one ``inplace.copy_(x, t5)`` per mutated input
-(recorded under no_grad, run by PyTorch) before the return. That is the epilogue; it is part of the
+at the end of the computation: ``finish`` (``inplace_finish.py``) appends one ``inplace.copy_(x, t5)``
+per mutated input (recorded under no_grad, run by PyTorch) before the return. That is the epilogue; it is part of the
 computation trace, so it prints, and DCE keeps it (it is tagged ``side_effect``).
 """
 
@@ -29,8 +29,21 @@ from typing import Any, Literal
 import torch
 
 from thunder.core import dtypes, prims
+from thunder.core.epilogue_symbols import (  # what a printed trace calls as ``inplace.*``, and their symbols
+    check_true_count,
+    copy_,
+    copy_symbol,
+    overwritten_error,
+    overwritten_error_symbol,
+    replay_views,
+    returned_view,
+    snapshot,
+    true_count,
+    unseen_write,
+    unseen_write_symbol,
+)
 from thunder.core.proxies import Proxy, TensorProxy
-from thunder.core.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import Trace, get_tracectx
 
@@ -43,8 +56,17 @@ __all__ = [
     "OVERLAP_MESSAGE",
     "SameView",
     "current",
-    "finish",
     "copy_",
+    "copy_symbol",
+    "snapshot",
+    "unseen_write",
+    "overwritten_error",
+    "overwritten_error_symbol",
+    "true_count",
+    "check_true_count",
+    "returned_view",
+    "replay_views",
+    "torch_step",
     "ALIAS_SYMBOL_IDS",
     "EAGER_VIEWS",
 ]
@@ -773,174 +795,8 @@ def _torch_type_name(dtype: dtypes.dtype) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The epilogue
+# View steps as PyTorch views (a returned view of an updated input, layouts.py)
 
-
-def _copy_into(destination: torch.Tensor, value: torch.Tensor) -> None:
-    if not torch.is_grad_enabled():  # a computation without autograd runs under no_grad already
-        destination.copy_(value)  # entering no_grad again cost 3.5 of a copy's 5.7 us (a decode step has 66)
-        return
-    with torch.no_grad():
-        destination.copy_(value)
-
-
-def _copy_meta(destination: TensorProxy, value: TensorProxy) -> None:
-    return None
-
-
-def _torch_executor() -> Any:
-    from thunder.core.executor import get_executor
-
-    return get_executor("torch")
-
-
-_copy_symbol: Symbol | None = None
-
-
-def copy_symbol() -> Symbol:
-    """``inplace.copy_(destination, value)``: the epilogue's write into a real tensor, run by PyTorch."""
-    global _copy_symbol
-    if _copy_symbol is None:
-        _copy_symbol = Symbol(
-            name="copy_",
-            id="inplace.copy_",
-            meta=_copy_meta,
-            module="inplace",
-            fn=_copy_into,
-            executor=_torch_executor(),
-            tags=frozenset({"side_effect"}),
-        )
-    return _copy_symbol
-
-
-copy_ = _copy_into  # what ``inplace.copy_`` names in a printed trace
-
-
-def _snapshot_meta(a: TensorProxy) -> TensorProxy:
-    return a.replace()
-
-
-_snapshot_symbol: Symbol | None = None
-
-
-def snapshot_symbol() -> Symbol:
-    """``inplace.snapshot(a)``: a copy of an input's value taken before the epilogue writes into it."""
-    global _snapshot_symbol
-    if _snapshot_symbol is None:
-        _snapshot_symbol = Symbol(
-            name="snapshot", id="inplace.snapshot", meta=_snapshot_meta, module="inplace",
-            fn=torch.clone, executor=_torch_executor(),
-        )  # fmt: skip
-    return _snapshot_symbol
-
-
-snapshot = torch.clone  # what ``inplace.snapshot`` names in a printed trace
-
-
-def _unseen_write_meta(old: TensorProxy, value: TensorProxy) -> TensorProxy:
-    return old.replace()
-
-
-def _unseen_write(old: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-    return value
-
-
-_unseen_write_symbol: Symbol | None = None
-
-
-def unseen_write_symbol() -> Symbol:
-    """``inplace.unseen_write(old, value)``: ``value``, which autograd takes for ``old`` (the gradient
-    passes to ``old`` unchanged): a tensor that requires grad, written under no_grad or through
-    ``detach()``, as eager's autograd sees it (its graph is the old one, its values the new ones)."""
-    global _unseen_write_symbol
-    if _unseen_write_symbol is None:
-        from thunder.core.gradients import register_vjp
-
-        _unseen_write_symbol = Symbol(
-            name="unseen_write", id="inplace.unseen_write", meta=_unseen_write_meta, module="inplace",
-            fn=_unseen_write, executor=_torch_executor(),
-        )  # fmt: skip
-        register_vjp(_unseen_write_symbol)(lambda g, old, value, *, out: (g, None))
-    return _unseen_write_symbol
-
-
-unseen_write = _unseen_write  # what ``inplace.unseen_write`` names in a printed trace
-
-
-def _overwritten_error(names: tuple) -> None:
-    raise RuntimeError(
-        "one of the variables needed for gradient computation has been modified by an inplace operation: "
-        f"{', '.join(names)} (written under torch.no_grad() or through detach() or .data after an op had saved "
-        "it for the backward: eager's backward raises the same, or, for .data, computes with the new values)"
-    )
-
-
-def _overwritten_meta(names: tuple) -> None:
-    return None
-
-
-_overwritten_symbol: Symbol | None = None
-
-
-def overwritten_error_symbol() -> Symbol:
-    """``inplace.overwritten_error(names)``: a backward that would read tensors overwritten after they
-    were saved raises when it runs, as eager's does (``Trace.overwritten``)."""
-    global _overwritten_symbol
-    if _overwritten_symbol is None:
-        _overwritten_symbol = Symbol(
-            name="overwritten_error", id="inplace.overwritten_error", meta=_overwritten_meta, module="inplace",
-            fn=_overwritten_error, executor=_torch_executor(), tags=frozenset({"side_effect"}),
-        )  # fmt: skip
-    return _overwritten_symbol
-
-
-overwritten_error = _overwritten_error  # what ``inplace.overwritten_error`` names in a printed trace
-
-
-def _true_count(mask: torch.Tensor, rows: int) -> None:
-    count = int(mask.sum())  # eager's nonzero synchronizes the same way
-    if count != rows:
-        raise RuntimeError(
-            f"shape mismatch: value tensor of {rows} rows cannot be broadcast to indexing result of {count} rows "
-            "(the count of Trues of the mask)"
-        )
-
-
-def _true_count_meta(mask: TensorProxy, rows: int) -> None:
-    return None
-
-
-_true_count_symbol: Symbol | None = None
-
-
-def check_true_count(mask: TensorProxy, rows: int) -> None:
-    """Record ``inplace.true_count(mask, rows)``: a write of one row per True of ``mask`` raises when
-    it runs with another count of Trues, as eager's does (the count is the data's)."""
-    global _true_count_symbol
-    if _true_count_symbol is None:
-        _true_count_symbol = Symbol(
-            name="true_count", id="inplace.true_count", meta=_true_count_meta, module="inplace",
-            fn=_true_count, executor=_torch_executor(), tags=frozenset({"side_effect"}),
-        )  # fmt: skip
-    _true_count_symbol(mask, rows)
-
-
-true_count = _true_count  # what ``inplace.true_count`` names in a printed trace
-
-
-# ---------------------------------------------------------------------------------------------
-# Returned views of updated inputs
-
-# view step -> the PyTorch view that replays it on a real tensor, by the step's spelling in
-# ``returned_view``'s steps (printable constants: the printed trace stays a program)
-_TORCH_VIEW_STEPS: dict[str, Callable[..., torch.Tensor]] = {
-    "reshape": torch.reshape,  # a view where eager's was one (the chain is of views)
-    "permute": torch.permute,
-    "slice": lambda a, start, end, strides: a[tuple(slice(*s) for s in zip(start, end, strides))],
-    "broadcast_in_dim": lambda a, shape, dims: a.reshape(
-        [a.shape[dims.index(d)] if d in dims else 1 for d in range(len(shape))]
-    ).expand(shape),
-}
 _PRIM_STEP_NAMES = {
     prims.reshape.id: "reshape", prims.transpose.id: "permute", prims.slice_prim.id: "slice",
     prims.broadcast_in_dim.id: "broadcast_in_dim",
@@ -957,179 +813,3 @@ def torch_step(step: ViewStep) -> tuple | None:
     if step.symbol.module == "ltorch" and callable(getattr(torch.Tensor, step.symbol.name, None)):
         return ("method", step.symbol.name, *step.args)
     return None
-
-
-def replay_views(base: torch.Tensor, steps: tuple) -> torch.Tensor:
-    """``base`` viewed through ``steps`` (``(name, *args)`` each, see ``torch_step``) by PyTorch."""
-    for name, *args in steps:
-        if name == "method":
-            method, *args = args
-            base = getattr(base, method)(*args)
-        else:
-            base = _TORCH_VIEW_STEPS[name](base, *args)
-    return base
-
-
-def _returned_view_meta(base: TensorProxy, steps: tuple, like: TensorProxy) -> TensorProxy:
-    return like.replace()
-
-
-_returned_view_symbol: Symbol | None = None
-
-
-def returned_view_symbol() -> Symbol:
-    """``inplace.returned_view(x, steps)``: a view the program returns of an input it updated in place,
-    taken of the caller's tensor by PyTorch, so that it shares the input's memory as eager's does."""
-    global _returned_view_symbol
-    if _returned_view_symbol is None:
-        _returned_view_symbol = Symbol(
-            name="returned_view", id="inplace.returned_view", meta=_returned_view_meta, module="inplace",
-            fn=replay_views, executor=_torch_executor(),
-        )  # fmt: skip
-    return _returned_view_symbol
-
-
-returned_view = replay_views  # what ``inplace.returned_view`` names in a printed trace
-
-
-def _returned_views(
-    mutations: Mutations, leaves: list, copies: list[tuple[TensorProxy, TensorProxy]]
-) -> dict[int, tuple[TensorProxy, tuple]]:
-    """Position in the output -> (updated input, PyTorch view steps) for each output that is a view of
-    an input the program updated in place (``x.add_(1); return x[0]``): eager returns a view of the
-    input, which a later write by the caller changes. Raises where thunder cannot take that view."""
-    updated = {destination.name: destination for destination, _ in copies}
-    views: dict[int, tuple[TensorProxy, tuple]] = {}
-    for position, leaf in enumerate(leaves):
-        alias = mutations.aliases.get(leaf.name) if isinstance(leaf, TensorProxy) else None
-        if alias is None or not alias.chain or alias.root not in updated:
-            continue
-        steps = tuple(torch_step(step) for step in alias.chain)
-        if any(step is None for step in steps):
-            names = ", ".join(step.symbol.name for step in alias.chain)
-            raise NotImplementedError(
-                f"the compiled function returns a view ({names}) of its input {alias.root}, which it "
-                "updates in place; eager's result would share the input's memory, thunder cannot take "
-                "that view of the caller's tensor. Return a clone() of the view, or the input itself"
-            )
-        views[position] = (updated[alias.root], steps)
-    return views
-
-
-def _copies_of_written_inputs(
-    trace: Trace, output: Any, user_names: list[str | None], updated: set[str]
-) -> Any:
-    """``output`` with a copy for each tensor whose value is an unchanged input the program wrote into
-    another tensor (``torch.empty(3).copy_(x)``: its value is ``x``'s proxy): eager returns a tensor of
-    its own, thunder returned ``x`` itself, which the caller's writes then changed."""
-    inputs = {p.name for p in trace.args if isinstance(p, TensorProxy)} - updated
-    leaves, spec = tree_flatten(output)
-    copies: dict[str, TensorProxy] = {}
-    producers = None
-    for position, leaf in enumerate(leaves):
-        if not isinstance(leaf, TensorProxy) or (user_names[position] == leaf.name and leaf.name in inputs):
-            continue
-        if leaf.name not in inputs:
-            # a value made of an input by view prims only (``v = a.clone(); v[...] = a``: the write's
-            # value broadcast and reshaped back) is a view of it when run, where eager's ``v`` is a
-            # tensor of its own; so is a view taken after such a write (``v.copy_(a); return v.t()``:
-            # ``a.t()`` when run, a view of ``v`` in eager); an eager view of the input (an alias of
-            # it) is one legitimately
-            alias = trace.mutations.aliases.get(user_names[position])
-            if alias is not None and alias.root in inputs or user_names[position] in inputs:
-                continue
-            producers = producers if producers is not None else _producers(trace)
-            if not _viewed_input(leaf, inputs, producers):
-                continue
-        if leaf.name not in copies:
-            copies[leaf.name] = prims.copy(leaf)
-        leaves[position] = copies[leaf.name]
-    return tree_unflatten(leaves, spec) if copies else output
-
-
-def _producers(trace: Trace) -> dict[str, BoundSymbol]:
-    """Each tensor's maker; a symbol that returns its input itself (``x.view(x.shape)``) makes nothing."""
-    return {
-        p.name: b
-        for b in trace.bound_symbols
-        for p in b.proxy_outputs()
-        if isinstance(p, TensorProxy) and not any(a is p for a in b.proxy_args())
-    }
-
-
-def _viewed_input(proxy: TensorProxy, inputs: set[str], producers: dict[str, BoundSymbol]) -> bool:
-    """Whether ``proxy`` is made of an input by view prims only (it then shares the input's memory)."""
-    while proxy.name not in inputs:
-        made = producers.get(proxy.name)
-        if made is None or not made.args or not isinstance(made.args[0], TensorProxy):
-            return False
-        leaves = _leaves(made)
-        if not leaves or any(leaf.symbol.id not in WRITE_BACK for leaf in leaves):
-            return False
-        proxy = made.args[0]
-    return True
-
-
-def finish(trace: Trace, output: Any) -> Any:
-    """Close a trace's mutations: the output's current values, and the epilogue's copies recorded.
-
-    Call it inside the trace's context, just before recording its return.
-    """
-    mutations = trace.mutations
-    if mutations is None:
-        return output
-    # which outputs the user's code returned as a mutated input itself (``x.add_(1); return x``), by
-    # position, before resolving: ``y = x + 1; x.copy_(y); return y`` returns the same current value,
-    # but ``y`` is a tensor of its own in eager, which a later write to ``x`` does not change
-    copies = mutations.mutated_inputs()
-    destinations = {destination.name for destination, _ in copies}
-    returned_as_input = [
-        isinstance(leaf, TensorProxy) and leaf.name in destinations for leaf in tree_leaves(output)
-    ]
-    returned_views = _returned_views(mutations, tree_leaves(output), copies)
-    user_names = [leaf.name if isinstance(leaf, TensorProxy) else None for leaf in tree_leaves(output)]
-    # an input the program also updates gets its own tensor from the snapshot below, taken before the
-    # update; a copy recorded here would read the input after it (v = a.clone(); v.copy_(a); a.add_(1))
-    output = _copies_of_written_inputs(trace, mutations.resolve(output), user_names, destinations)
-    returned_inputs: dict[str, TensorProxy] = {}  # by name: the updated inputs returned themselves
-    # An output that is an input's value from before its update (``v = a.clone(); a.add_(1); return v``:
-    # the functional clone is ``a`` itself) must not be the input, which the epilogue overwrites.
-    overwritten = {id(destination) for destination, _ in copies}
-    snapshots: dict[int, TensorProxy] = {}
-    for leaf in tree_leaves(output):
-        if (
-            id(leaf) in overwritten
-            and id(leaf) not in snapshots
-            and not (torch.is_grad_enabled() and leaf.requires_grad)
-        ):
-            snapshots[id(leaf)] = _snapshot_meta(leaf)
-            trace.record(
-                BoundSymbol(snapshot_symbol(), (leaf,), {}, snapshots[id(leaf)], (), grad_enabled=False)
-            )
-    output = tree_map(lambda x: snapshots.get(id(x), x) if isinstance(x, TensorProxy) else x, output)
-    for destination, value in copies:
-        # recorded directly: calling the symbol would replace ``destination`` by its current value
-        trace.record(BoundSymbol(copy_symbol(), (destination, value), {}, None, (), grad_enabled=False))
-        if not (torch.is_grad_enabled() and (value.requires_grad or destination.requires_grad)):
-            returned_inputs[destination.name] = destination
-    # An input updated in place and returned is returned itself, as in eager mode: the same object
-    # (later writes to it reach the caller's tensor), with its own requires_grad. With gradients the
-    # value is returned, since the copy into the input is not recorded by autograd. Found by the name
-    # the user's code returned, not by the value: ``c.copy_(a); return c`` has ``a`` itself for its
-    # value, which the output gets a copy of (``a`` is an input too), and ``c`` was lost.
-    leaves, spec = tree_flatten(output)
-    leaves = [
-        returned_inputs.get(name, leaf) if isinstance(leaf, TensorProxy) and as_input and name else leaf
-        for leaf, as_input, name in zip(leaves, returned_as_input, user_names)
-    ]
-    # A view of an updated input is taken again of the input itself, as eager's shares its memory
-    # (the same condition as above: with gradients the copy into the input is not recorded)
-    inputs_returned = set(returned_inputs)
-    for position, (destination, steps) in returned_views.items():
-        if destination.name in inputs_returned:
-            view = _returned_view_meta(destination, steps, leaves[position])
-            trace.record(
-                BoundSymbol(returned_view_symbol(), (destination, steps), {}, view, (), grad_enabled=False)
-            )
-            leaves[position] = view
-    return tree_unflatten(leaves, spec)

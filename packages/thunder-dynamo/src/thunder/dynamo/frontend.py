@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from thunder.core import inplace
+from thunder.core import inplace_finish
 from thunder.core.pipeline import CompileData, FrontendResult
 from thunder.core.prologue import PrologueBuilder
 from thunder.core.proxies import TensorProxy
@@ -81,7 +81,7 @@ def fx_frontend(fn: Any, args: tuple, kwargs: dict, compile_data: CompileData) -
                 environment[node] = _attribute(fn, str(node.target), builder, root)
             elif node.op == "output":
                 output = torch.fx.node.map_arg(node.args[0], environment.__getitem__)
-                output = inplace.finish(computation, output)  # current values; the epilogue's copies
+                output = inplace_finish.finish(computation, output)  # current values; the epilogue's copies
                 computation.record(BoundSymbol(RETURN, (output,)))
             else:
                 environment[node] = _call(node, environment)

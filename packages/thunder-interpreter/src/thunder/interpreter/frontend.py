@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from thunder.core import devices, dtypes, fallback, inplace
+from thunder.core import devices, dtypes, fallback, inplace, inplace_finish
 from thunder.core.executor import to_torch_arguments
 from thunder.core.module import ThunderModule
 from thunder.core.pipeline import CompileData, FrontendResult, JittedFunction
@@ -525,9 +525,9 @@ def interpreter_frontend(
         finally:
             hooks.side_effects.undo()  # the user's objects as they were; the epilogue writes them
         if epilogue is None:
-            output = inplace.finish(computation, output)  # current values; the epilogue's copies
+            output = inplace_finish.finish(computation, output)  # current values; the epilogue's copies
         else:  # the values the epilogue writes are outputs too
-            output = inplace.finish(computation, (output, values))
+            output = inplace_finish.finish(computation, (output, values))
         computation.record(BoundSymbol(RETURN, (output,)))
     computation.header = "Constructed by the interpreter"
     check_grad_mode_regions(computation)
