@@ -2,7 +2,7 @@
 
 ``x.add_(1); return x[0]``: eager returns a view of ``x``, so a later write by the caller into ``x``
 shows in the result (and the other way round). Thunder returned the view of the new value computed
-out of place, a tensor of its own. ``inplace.finish`` now takes the view again of the input after its
+out of place, a tensor of its own. ``inplace_finish.finish`` now takes the view again of the input after its
 update (``inplace.returned_view``); a view it cannot take raises.
 """
 

@@ -220,7 +220,7 @@ class _Program:
 
     def _old_values_unread(self, links: list[int], destination: TensorProxy, copy_index: int) -> bool:
         """No alias of what each link overwrites is read after that link (but the copy-back itself, and
-        the return of the input itself: the updated input, as ``inplace.finish`` returns it)."""
+        the return of the input itself: the updated input, as ``inplace_finish.finish`` returns it)."""
         for link in links:
             base = self.bound_symbols[link].args[0]
             root = self.roots.get(base.name, base.name)
@@ -235,7 +235,7 @@ class _Program:
     def _returned(self, links: list[int]) -> bool:
         """Whether the program returns a link's value (or a view of it): a tensor of its own in eager
         (``y = x + 1; x.copy_(y); return y``), which in place would be the input's memory, changed by
-        the caller's next write to the input (``inplace.finish`` returns the input itself as the input)."""
+        the caller's next write to the input (``inplace_finish.finish`` returns the input itself as the input)."""
         written = {
             self.roots.get(p.name, p.name) for link in links for p in self.bound_symbols[link].proxy_outputs()
         }
