@@ -73,6 +73,29 @@ def _training_step(net: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Ca
     return step
 
 
+def _fused_adam_steps_against_eager(
+    net: torch.nn.Module, make: Callable[..., torch.optim.Optimizer], steps: int, batch: tuple[int, int]
+) -> Callable:
+    """``steps`` whole steps of ``net`` with a fused Adam(W) (lr 1e-2, weight decay 0.1), jitted and on
+    a copy in eager: the losses, the parameters and the optimizer state must agree; the jitted step."""
+    reference = copy.deepcopy(net)
+    options = {"lr": 1e-2, "weight_decay": 0.1, "fused": True}
+    optimizer_of_jitted, optimizer_of_eager = (
+        make(net.parameters(), **options),
+        make(reference.parameters(), **options),
+    )
+    jitted = _jit(_training_step(net, optimizer_of_jitted))
+    eager = _training_step(reference, optimizer_of_eager)
+    for _ in range(steps):
+        x = torch.randn(*batch, device=DEVICE)
+        torch.testing.assert_close(_call(jitted, x), eager(x))
+    for p, q in zip(net.parameters(), reference.parameters()):
+        torch.testing.assert_close(p, q)
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            torch.testing.assert_close(optimizer_of_jitted.state[p][key], optimizer_of_eager.state[q][key])
+    return jitted
+
+
 @pytest.mark.parametrize("optimizer", ["AdamW", "SGD"])
 def test_the_whole_steps_updates_are_written_by_their_regions(optimizer: str) -> None:
     torch.manual_seed(0)
@@ -124,20 +147,7 @@ def test_a_fused_adam_step_writes_its_weights_and_counters_in_place(optimizer: s
     Before, every write of the step was copied."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to(DEVICE)
-    reference = copy.deepcopy(net)
-    make = getattr(torch.optim, optimizer)
-    options = {"lr": 1e-2, "weight_decay": 0.1, "fused": True}
-    optimizer_of_jitted = make(net.parameters(), **options)
-    optimizer_of_eager = make(reference.parameters(), **options)
-    jitted = _jit(_training_step(net, optimizer_of_jitted))
-    eager = _training_step(reference, optimizer_of_eager)
-    for _ in range(4):
-        x = torch.randn(4, 8, device=DEVICE)
-        torch.testing.assert_close(_call(jitted, x), eager(x))
-    for p, q in zip(net.parameters(), reference.parameters()):
-        torch.testing.assert_close(p, q)
-        for key in ("exp_avg", "exp_avg_sq", "step"):
-            torch.testing.assert_close(optimizer_of_jitted.state[p][key], optimizer_of_eager.state[q][key])
+    jitted = _fused_adam_steps_against_eager(net, getattr(torch.optim, optimizer), steps=4, batch=(4, 8))
     trace = thunder.last_traces(jitted)[-1]
     runners = [r for _, r in _runners(jitted)]
     assert not any(r.copied for r in runners)
@@ -162,19 +172,7 @@ def test_step_sizes_of_many_parameters_run_in_runs_that_share_a_structure() -> N
     torch.manual_seed(0)
     layers = SCALAR_CHUNK_PARTS + 3  # weights and biases: 2 * layers parameters
     net = torch.nn.Sequential(*(torch.nn.Linear(4, 4) for _ in range(layers))).to(DEVICE)
-    reference = copy.deepcopy(net)
-    options = {"lr": 1e-2, "weight_decay": 0.1, "fused": True}
-    optimizer_of_jitted = torch.optim.AdamW(net.parameters(), **options)
-    optimizer_of_eager = torch.optim.AdamW(reference.parameters(), **options)
-    jitted = _jit(_training_step(net, optimizer_of_jitted))
-    eager = _training_step(reference, optimizer_of_eager)
-    for _ in range(3):
-        x = torch.randn(2, 4, device=DEVICE)
-        torch.testing.assert_close(_call(jitted, x), eager(x))
-    for p, q in zip(net.parameters(), reference.parameters()):
-        torch.testing.assert_close(p, q)
-        for key in ("exp_avg", "exp_avg_sq", "step"):
-            torch.testing.assert_close(optimizer_of_jitted.state[p][key], optimizer_of_eager.state[q][key])
+    jitted = _fused_adam_steps_against_eager(net, torch.optim.AdamW, steps=3, batch=(2, 4))
     stages = [s for _, r in _runners(jitted) for s in r.stages if isinstance(s, FusionStage)]
     counters = [s for s in stages if any(d.name.endswith("_step") for _, d in s.writes)]
     sizes = sorted(len(s.writes) for s in counters)

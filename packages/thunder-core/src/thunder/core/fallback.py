@@ -336,7 +336,8 @@ def call(fn: Callable, args: tuple, kwargs: dict) -> Any:
     if fn in _DATA_READERS:  # torch.Tensor.item(x): as x.item()
         raise reads_data_error(_DATA_READERS[fn])
     if kwargs.get("out") is not None:
-        from thunder.core.inplace import check_write_overlap, mutate
+        from thunder.core.inplace import mutate
+        from thunder.core.write_overlap import check_write_overlap
 
         kwargs = dict(kwargs)
         out = kwargs.pop("out")

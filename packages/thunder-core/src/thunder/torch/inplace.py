@@ -26,9 +26,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from thunder.core import dtypes, fallback
-from thunder.core.inplace import OVERLAP_MESSAGE, SameView, check_write_overlap, current, mutate, resize
+from thunder.core.inplace import current, mutate, resize
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, register_tensor_method, tensor_method
 from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.write_overlap import OVERLAP_MESSAGE, SameView, check_write_overlap
 from thunder.torch.foreach import foreach_lookaside
 from thunder.torch.index_keys import parse_key, put, value_of_write
 from thunder.torch.randomness import random_lookaside
