@@ -157,9 +157,11 @@ def _step_of(
 
 
 def _fresh_step(system: str, model: torch.nn.Module, args: argparse.Namespace) -> Callable:
-    """``system``'s training step of a fresh copy of ``model`` with its own fused AdamW."""
+    """``system``'s training step of a fresh copy of ``model`` on the device, with its own fused AdamW.
+    ``model`` itself stays on the CPU, so that a row's peak memory is the system's alone (it was on the
+    device until 2026-11-28: every row then included one more copy of the weights, Llama's 2.0 GiB)."""
     torch.manual_seed(0)
-    net = copy.deepcopy(model)
+    net = copy.deepcopy(model).to(args.device)
     optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=args.device == "cuda")
     return _step_of(system, net, optimizer, args)
 
@@ -222,7 +224,7 @@ class _MLPLoss(torch.nn.Module):
 
 def _mlp_train_rows(args: argparse.Namespace) -> list[Row]:
     dtype = getattr(torch, args.dtype)
-    model = _MLPLoss().to(args.device, dtype)
+    model = _MLPLoss().to(dtype)
     x = torch.rand(8, 784, device=args.device, dtype=dtype)
     y = torch.randint(0, 10, (8,), device=args.device)
     rows = []
@@ -426,11 +428,11 @@ def _workload_rows(workload: str, args: argparse.Namespace) -> list[Row]:
     torch.manual_seed(0)  # the same weights in every process of --isolate
     if workload == "gpt":
         shape = GPT_SIZES["small" if full else "tiny"]
-        model = GPT(**{k: v for k, v in shape.items() if k != "batch"}).to(args.device, dtype)
+        model = GPT(**{k: v for k, v in shape.items() if k != "batch"}).to(dtype)
         rows += _training_rows("gpt", model, {**shape}, args)
     elif workload == "llama":
         shape = LLAMA_SIZES["7b-4layers" if full else "tiny"]
-        model = Llama(**{k: v for k, v in shape.items() if k != "batch"}).to(args.device, dtype)
+        model = Llama(**{k: v for k, v in shape.items() if k != "batch"}).to(dtype)
         rows += _training_rows("llama", model, shape, args)
     elif workload == "mlp-eval":
         rows += _mlp_eval_rows(args)
