@@ -259,14 +259,14 @@ def _check_out_apart(torch_fn: Any, destination: Any, operands: tuple[tuple, dic
 
 
 class _NoStandIn(Exception):
-    """An argument that no concrete value can stand for (a symbolic size, a proxy of another kind)."""
+    """An argument that no concrete value can stand for (a proxy other than a tensor's or a number's)."""
 
 
 def _stand_in(value: Any) -> Any:
     if isinstance(value, TensorProxy):
-        if not all(type(size) is int for size in value.shape):
-            raise _NoStandIn
-        return torch.empty(value.shape, dtype=value.dtype.torch_dtype, device="meta")
+        # an empty CPU tensor: the parser checks kinds, not shapes, and the call runs C++ kernels only
+        # (meta tensors' out= path runs Python that imports torch._dynamo: seconds at the first compile)
+        return torch.empty(0, dtype=value.dtype.torch_dtype)
     if isinstance(value, NumberProxy):
         return value.value  # its type is what the parser checks; reading it does not specialize
     if isinstance(value, Proxy):
@@ -279,23 +279,29 @@ _PARSER_MESSAGES = ("must be Tensor", "must be tuple of Tensors", "invalid combi
 
 
 def _check_eager_parses(torch_fn: Any, args: tuple, kwargs: dict, out: Any) -> None:
-    """Eager's argument parsing of the call, on meta tensors standing for the tensors: its
+    """Eager's argument parsing of the call, on empty tensors standing for the tensors: its
     ``TypeError`` is raised here. Some ``out=`` overloads take fewer kinds of arguments than the
     function's others: ``torch.where(c, x, 0.0, out=y)`` is refused ('other' must be a Tensor), where
-    ``torch.where(c, x, 0.0)`` takes the number. Errors of the meta kernels themselves are not eager's
-    and are left to the call."""
+    ``torch.where(c, x, 0.0)`` takes the number. Errors of the kernels on the stand-ins (shapes) are not
+    eager's answer to the call and are left to it."""
+    leaves = tree_leaves((args, kwargs))
+    if any(isinstance(leaf, torch.Generator) for leaf in leaves):
+        return  # the call would draw from the user's generator
+    if not any(isinstance(leaf, TensorProxy) for leaf in leaves):
+        return  # a factory (torch.zeros(n, m, out=y)): its sizes would be allocated for real
     try:
-        meta_args, meta_kwargs, meta_out = tree_map(_stand_in, (args, kwargs, out))
+        stand_in_args, stand_in_kwargs, stand_in_out = tree_map(_stand_in, (args, kwargs, out))
     except _NoStandIn:
         return
     try:
-        with warnings.catch_warnings():  # a resized out= warns where the call itself runs
-            warnings.simplefilter("ignore")
-            torch_fn(*meta_args, **meta_kwargs, out=meta_out)
+        # a random function draws from the default CPU generator: its state is put back after
+        with warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
+            warnings.simplefilter("ignore")  # a resized out= warns where the call itself runs
+            torch_fn(*stand_in_args, **stand_in_kwargs, out=stand_in_out)
     except TypeError as error:
         if any(words in str(error) for words in _PARSER_MESSAGES):
             raise TypeError(str(error)) from None
-    except Exception:  # noqa: BLE001 -- a meta kernel's limits are not eager's answer
+    except Exception:  # noqa: BLE001 -- the stand-ins' shapes are not the call's
         pass
 
 
