@@ -89,21 +89,12 @@ _TWO_GPUS = pytest.mark.skipif(
     or not torch.distributed.is_nccl_available(),
     reason=f"needs {WORLD_SIZE} GPUs and NCCL",
 )
-# On 2 H200s, fsdp2_around_thunder failed after the other scenarios in the same processes (the
-# compiled model's output on the CPU: "Expected all tensors to be on the same device") and passed
-# alone and after torch_ddp_around_thunder only; the cause is not found yet, so it runs alone.
-_ALONE_ON_GPUS = ["fsdp2_around_thunder"]
 
 
 @_TWO_GPUS
 def test_data_parallel_on_gpus_matches_single_process_training(tmp_path: Path) -> None:
     """The scenarios on one GPU per process over NCCL, with nvFuser claiming what it fuses."""
-    _check_scenarios(tmp_path, "cuda", [s for s in SCENARIOS if s not in _ALONE_ON_GPUS])
-
-
-@_TWO_GPUS
-def test_fsdp2_around_thunder_on_gpus(tmp_path: Path) -> None:
-    _check_scenarios(tmp_path, "cuda", _ALONE_ON_GPUS)
+    _check_scenarios(tmp_path, "cuda")
 
 
 def _check_scenarios(tmp_path: Path, device: str, scenarios: list[str] = SCENARIOS) -> None:

@@ -262,14 +262,17 @@ def torch_ddp_around_thunder() -> None:
 
 
 def fsdp2_around_thunder() -> None:
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
     def full(t: torch.Tensor) -> torch.Tensor:
         return t.full_tensor() if hasattr(t, "full_tensor") else t
 
-    train_and_compare("mlp", lambda m: fully_shard(thunder.jit(m)), local=full)
+    # fully_shard's default mesh is on the GPU wherever CUDA is available, and it moves the module there
+    mesh = init_device_mesh(DEVICE, (torch_dist.get_world_size(),))
+    train_and_compare("mlp", lambda m: fully_shard(thunder.jit(m), mesh=mesh), local=full)
     try:
-        thunder.jit(fully_shard(mlp().to(DEVICE)))
+        thunder.jit(fully_shard(mlp().to(DEVICE), mesh=mesh))
     except TypeError as error:
         assert "fully_shard(thunder.jit(model))" in str(error), error
     else:

@@ -92,6 +92,22 @@ def test_the_backward_recomputes_the_swiglu_product() -> None:
     assert len(silus) == 4, [str(b) for b in silus]  # two layers' forward, and their recomputation
 
 
+def test_the_recomputation_stays_in_the_backward() -> None:
+    """Region formation once moved the recomputed product into the forward's region that reads the
+    same two matmul outputs (region_moves.py: a move that saved a launch), so the forward made the
+    product twice and held the copy until the backward: the recomputation saved nothing, and on the
+    4-layer Llama the first step's peak grew by 0.6 GiB. The forward's regions hand on one tensor
+    each (the product, for w2), and the loss's gradient seed comes after them."""
+    jitted = _against_eager(SwiGLU)
+    symbols = thunder.last_traces(jitted)[-1].bound_symbols
+    seed = next(i for i, b in enumerate(symbols) if b.symbol.name == "full")
+    forward_regions = [b for b in symbols[:seed] if b.symbol.name.startswith("nvFusion")]
+    hidden = [[p for p in b.proxy_outputs() if tuple(p.shape) == (4, 16)] for b in forward_regions]
+    assert [len(outputs) for outputs in hidden if outputs] == [1, 1], [
+        str(b).splitlines()[0] for b in forward_regions
+    ]
+
+
 def test_off_recomputes_nothing() -> None:
     jitted = _against_eager(SwiGLU, rematerialization="off")
     assert not _remat_headers(jitted)

@@ -16,6 +16,7 @@ from thunder.core.pytree import tree_leaves
 from thunder.core.symbol import DEL, RETURN, BoundSymbol
 from thunder.core.symbolic_shapes import DimProxy, has_symbolic_sizes
 from thunder.core.trace import Trace, from_trace, tracectx
+from thunder.core.transforms.common import made_by_forward
 from thunder.core.transforms.region_graph import RegionGraph
 from thunder.core.transforms.region_moves import move_parts_between_regions
 from thunder.core.transforms.region_remat import recompute_between_regions
@@ -40,6 +41,8 @@ def claim_executors(trace: Trace, executors: Sequence[Executor]) -> Trace:
         names = ", ".join(e.name for e in executors if isinstance(e, FusionExecutor))
         new.header += f" (symbolic sizes: ops that read them not given to {names})"
     claimed: list[tuple[BoundSymbol, FusionExecutor | None]] = []
+    of_forward = made_by_forward(trace)
+    forward_pieces: set[int] | None = None if of_forward is None else set()  # with a backward in the program
     with tracectx(new):
         ordered: set[int] = set()  # pieces that draw random numbers or seed: they keep program order
         for bound_symbol in trace.bound_symbols:
@@ -47,9 +50,11 @@ def claim_executors(trace: Trace, executors: Sequence[Executor]) -> Trace:
             pieces = _claim(bound_symbol, chosen)
             if _draws(bound_symbol):
                 ordered.update(len(claimed) + i for i, (_, fuser) in enumerate(pieces) if fuser is None)
+            if forward_pieces is not None and of_forward is not None and of_forward(bound_symbol):
+                forward_pieces.update(range(len(claimed), len(claimed) + len(pieces)))
             claimed += pieces
         operators = [e for e in executors if isinstance(e, OperatorExecutor)]
-        new.bound_symbols.extend(_fuse_regions(claimed, operators, _chain(claimed, ordered)))
+        new.bound_symbols.extend(_fuse_regions(claimed, operators, _chain(claimed, ordered), forward_pieces))
     return new
 
 
@@ -171,6 +176,7 @@ def _fuse_regions(
     claimed: list[tuple[BoundSymbol, FusionExecutor | None]],
     operators: Sequence[Executor] = (),
     chain: dict[int, int] | None = None,
+    forward_pieces: set[int] | None = None,
 ) -> list[BoundSymbol]:
     """Group each fusion executor's symbols into regions by data dependence, never making a cycle.
 
@@ -179,6 +185,13 @@ def _fuse_regions(
     close a cycle. It prefers the region of a producer (vertical fusion), else the executor's latest
     region (horizontal fusion of independent work), else it opens a new one. Regions are then
     placed in a topological order of the program, each at the earliest place its inputs allow.
+
+    ``forward_pieces``: in a program that ran ``loss.backward()`` itself, the pieces of its forward.
+    Other work (the backward's, the optimizer's) never joins a region holding forward work, nor moves
+    into one (``region_moves.py``): it would run in the forward, and what it makes would stay alive
+    until the backward reads it. A recomputation of a saved value (``program_remat.py``) joined the
+    forward's region that reads the same tensors: that undid the recomputation, kept one more tensor
+    alive per layer, and the regions waiting for it let the optimizer's state be allocated early.
     """
     region_of: list[int | None] = []  # per claimed symbol
     regions: list[tuple[FusionExecutor, list[int]]] = []
@@ -197,6 +210,8 @@ def _fuse_regions(
         if executor is not None:
             candidates = [r for p in reversed(producers) if (r := region_of[p]) is not None]
             candidates = [r for r in candidates if regions[r][0] is executor]
+            if forward_pieces is not None and index not in forward_pieces:
+                candidates = [r for r in candidates if forward_pieces.isdisjoint(regions[r][1])]
             if executor.name in latest_region:
                 candidates.append(latest_region[executor.name])
             chosen = next(
@@ -225,7 +240,7 @@ def _fuse_regions(
     recompute_between_regions(claimed, region_of, regions, producer_of)
     _peel_leading_views(claimed, region_of, regions, operators, producer_of)
     _peel_escaping_views(claimed, region_of, regions, operators, producer_of)
-    nodes = move_parts_between_regions(claimed, region_of, regions, producer_of, chain)
+    nodes = move_parts_between_regions(claimed, region_of, regions, producer_of, chain, forward_pieces)
     return _emit(claimed, region_of, regions, producer_of, chain, nodes)
 
 
@@ -442,38 +457,81 @@ def _emit(
     # RETURN reads everything it returns; DEL must stay after the last use: keep structural symbols
     # after every node that precedes them in the original order.
     order = sorted(members, key=lambda node: members[node][0])
+    rank = {node: position for position, node in enumerate(order)}
     emitted: set[tuple[str, int]] = set()
     result: list[BoundSymbol] = []
     counters: dict[str, int] = {}
     pending = list(order)
 
-    def ready(node: tuple[str, int]) -> bool:
+    def structural(node: Node) -> bool:
+        return claimed[members[node][0]][0].symbol in _STRUCTURAL
+
+    def ready(node: Node) -> bool:
         if not dependencies[node] <= emitted:
             return False
-        if claimed[members[node][0]][0].symbol not in _STRUCTURAL:
-            return True
-        return all(n in emitted for n in order[: order.index(node)])
+        return not structural(node) or all(n in emitted for n in order[: rank[node]])
 
-    while pending:
-        position = next((i for i, node in enumerate(pending) if ready(node)), None)
-        if position is None:
-            raise AssertionError("fusion regions form a cycle")
-        node = pending[position]
-        pending.pop(position)
+    def emit(node: Node) -> None:
+        pending.remove(node)
         emitted.add(node)
         if node[0] == "symbol":
             result.append(claimed[node[1]][0])
-        else:
-            executor, indices = regions[node[1]]
-            outputs = _read_elsewhere([claimed[i][0] for i in indices], readers)
-            live = _live([claimed[i][0] for i in indices], outputs)
-            if not live:
-                continue  # everything it made is recomputed where it is read
-            region_index = counters.get(executor.name, 0)
-            counters[executor.name] = region_index + 1
-            region = executor.fuse(live, region_index, outputs=outputs)
-            result.append(with_fallback(region, executor.name))  # a run-time failure degrades to torch
+            return
+        executor, indices = regions[node[1]]
+        outputs = _read_elsewhere([claimed[i][0] for i in indices], readers)
+        live = _live([claimed[i][0] for i in indices], outputs)
+        if not live:
+            return  # everything it made is recomputed where it is read
+        region_index = counters.get(executor.name, 0)
+        counters[executor.name] = region_index + 1
+        region = executor.fuse(live, region_index, outputs=outputs)
+        result.append(with_fallback(region, executor.name))  # a run-time failure degrades to torch
+
+    while pending:
+        # The next node in order comes next; what it waits for (a symbol recomputed for its region
+        # and peeled out again sorts last) is pulled in before it. Scanning ahead for any ready node
+        # instead ran unrelated later work early: the first training step allocated its optimizer
+        # state in the forward, while a forward region waited for such a symbol.
+        head = pending[0]
+        pulled = _unmet_dependencies(head, dependencies, emitted, rank)
+        if pulled is not None and not any(structural(n) for n in pulled):
+            for node in pulled:
+                emit(node)
+            emit(head)
+            continue
+        fallback = next((n for n in pending if ready(n)), None)
+        if fallback is None:
+            raise AssertionError("fusion regions form a cycle")
+        emit(fallback)
     return result
+
+
+def _unmet_dependencies(
+    node: Node, dependencies: dict[Node, set[Node]], emitted: set[Node], rank: dict[Node, int]
+) -> list[Node] | None:
+    """What ``node`` waits for, transitively, each after what it waits for itself (in program order
+    where free); None if that cannot be ordered (a cycle)."""
+    pulled: list[Node] = []
+    placed: set[Node] = set(emitted)
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    on_path: set[Node] = set()
+    while stack:
+        current, expanded = stack.pop()
+        if expanded:
+            on_path.discard(current)
+            placed.add(current)
+            if current != node:
+                pulled.append(current)
+            continue
+        if current in placed:
+            continue
+        if current in on_path:
+            return None
+        on_path.add(current)
+        stack.append((current, True))
+        for dependency in sorted(dependencies[current] - placed, key=rank.__getitem__, reverse=True):
+            stack.append((dependency, False))
+    return pulled
 
 
 def _read_elsewhere(region: list[BoundSymbol], readers: dict[str, int]) -> set[str]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.symbol import BoundSymbol
+from thunder.core.trace import Trace
 
 
 def rename_outputs(bound_symbols: list[BoundSymbol], produced: Any, wanted: Any) -> list[BoundSymbol]:
@@ -56,3 +57,18 @@ def on_scalars(bound_symbol: BoundSymbol) -> bool:
     outputs = [p for p in bound_symbol.proxy_outputs() if isinstance(p, TensorProxy)]
     args = [p for p in bound_symbol.proxy_args() if isinstance(p, TensorProxy)]
     return bool(outputs) and all(p.shape == () for p in (*outputs, *args))
+
+
+def made_by_forward(trace: Trace) -> Callable[[BoundSymbol], bool] | None:
+    """For a program that ran ``loss.backward()`` once (``inline_backward.py``): whether a symbol is
+    work of the forward, one whose every output the forward made (``backward_boundaries``; a symbol
+    that makes nothing is not). None for other programs (no backward, or several)."""
+    if len(trace.backward_boundaries) != 1:
+        return None
+    made_before = trace.backward_boundaries[0]
+
+    def of_forward(bound_symbol: BoundSymbol) -> bool:
+        outputs = bound_symbol.proxy_outputs()
+        return bool(outputs) and all(p.name in made_before for p in outputs)
+
+    return of_forward

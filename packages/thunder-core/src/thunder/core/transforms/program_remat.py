@@ -26,7 +26,7 @@ from thunder.core.inplace import copy_symbol
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import RETURN, BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
-from thunder.core.transforms.common import substitute
+from thunder.core.transforms.common import made_by_forward, substitute
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.region_remat import may_view
 from thunder.core.transforms.remat import _placed_before_use, cheapest_cut, recomputation
@@ -35,13 +35,12 @@ __all__ = ["rematerialize_program"]
 
 
 def rematerialize_program(trace: Trace, recomputable: Callable[[BoundSymbol], bool] | None) -> Trace:
-    if recomputable is None or len(trace.backward_boundaries) != 1:
+    of_forward = made_by_forward(trace)
+    if recomputable is None or of_forward is None:
         return trace
-    made_before = trace.backward_boundaries[0]
     symbols = list(trace.bound_symbols)
     boundary = next(
-        (i for i, b in enumerate(symbols) if any(p.name not in made_before for p in b.proxy_outputs())),
-        len(symbols),
+        (i for i, b in enumerate(symbols) if b.proxy_outputs() and not of_forward(b)), len(symbols)
     )
     forward, later = symbols[:boundary], symbols[boundary:]
     producers = {p.name: b for b in forward for p in b.proxy_outputs()}

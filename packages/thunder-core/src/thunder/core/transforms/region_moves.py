@@ -44,8 +44,13 @@ def move_parts_between_regions(
     regions: Regions,
     producer_of: dict[str, int],
     chain: dict[int, int],
+    forward_pieces: set[int] | None = None,
 ) -> tuple[dict[Node, list[int]], dict[Node, set[Node]]] | None:
     """Move parts of regions into linked regions where that saves launches (in place).
+
+    ``forward_pieces``: the forward's pieces in a program that ran ``loss.backward()`` itself; a part
+    with other work never moves into a region holding forward work (it would run in the forward and
+    hold what it makes until the backward reads it).
 
     Returns the program's nodes and their dependencies (``node_dependencies``) as they stand after
     the moves, when the pass had to build them (the emission of the regions needs them too), else None.
@@ -56,7 +61,7 @@ def move_parts_between_regions(
     for index, (bound_symbol, _) in enumerate(claimed):
         for proxy in bound_symbol.proxy_args():
             readers.setdefault(proxy.name, set()).add(index)
-    moves = _Moves(claimed, region_of, regions, producer_of, chain, readers)
+    moves = _Moves(claimed, region_of, regions, producer_of, chain, readers, forward_pieces)
     pending = [r for r in range(len(regions)) if type(regions[r][0]).stages is not FusionExecutor.stages]
     # (an executor that does not say how it launches a region keeps its regions: Triton plans its kernels)
     tries = 0
@@ -102,8 +107,10 @@ class _Moves:
         producer_of: dict[str, int],
         chain: dict[int, int],
         readers: dict[str, set[int]],
+        forward_pieces: set[int] | None = None,
     ):
         self.claimed, self.region_of, self.regions = claimed, region_of, regions
+        self.forward_pieces = forward_pieces
         self.producer_of, self.chain, self.readers = producer_of, chain, readers
         self._graph: _Graph | None = None  # built on the first move tried
         self._parts: dict[int, list[list[int]]] = {}
@@ -185,6 +192,8 @@ class _Moves:
         executor, members = self.regions[region]
         target_members = self.regions[target][1]
         part = self._with_dead_readers(region, part)
+        if self._forward_takes_backward(part, target_members):
+            return None
         if self.graph.closes_cycle(part, target, self.readers):
             return None
         rest = [i for i in members if i not in set(part)]
@@ -197,6 +206,10 @@ class _Moves:
         move = _Move(region, target, part, list(members), list(target_members))
         self._apply(move, rest, merged)
         return move
+
+    def _forward_takes_backward(self, part: list[int], target_members: list[int]) -> bool:
+        forward = self.forward_pieces
+        return forward is not None and not forward.issuperset(part) and not forward.isdisjoint(target_members)
 
     def verify(self, moves: list[_Move]) -> None:
         """Keep ``moves`` (each checked against the graph before any of them) if together they make
