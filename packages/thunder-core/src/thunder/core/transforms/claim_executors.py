@@ -488,14 +488,17 @@ def _emit(
         result.append(with_fallback(region, executor.name))  # a run-time failure degrades to torch
 
     while pending:
-        # The next node in order comes next; what it waits for (a symbol recomputed for its region
-        # and peeled out again sorts last) is pulled in before it. Scanning ahead for any ready node
-        # instead ran unrelated later work early: the first training step allocated its optimizer
-        # state in the forward, while a forward region waited for such a symbol.
+        # The next node in order comes next when what it waits for can run now: a symbol recomputed
+        # for its region and peeled out of it again sorts last, and scanning ahead for any ready node
+        # ran unrelated later work first (the first training step allocated its optimizer state in the
+        # forward, while a forward region waited for such a reshape of an input). Otherwise the first
+        # ready node runs: pulling in a longer chain ran a tied weight's gradient region, which sorts
+        # where its first part is but waits for the embedding's backward, with all the backward's
+        # input gradients before the weight gradients that free the saved activations.
         head = pending[0]
-        pulled = _unmet_dependencies(head, dependencies, emitted, rank)
-        if pulled is not None and not any(structural(n) for n in pulled):
-            for node in pulled:
+        waits = sorted(dependencies[head] - emitted, key=rank.__getitem__)
+        if all(ready(n) and not structural(n) for n in waits):
+            for node in waits:
                 emit(node)
             emit(head)
             continue
@@ -504,34 +507,6 @@ def _emit(
             raise AssertionError("fusion regions form a cycle")
         emit(fallback)
     return result
-
-
-def _unmet_dependencies(
-    node: Node, dependencies: dict[Node, set[Node]], emitted: set[Node], rank: dict[Node, int]
-) -> list[Node] | None:
-    """What ``node`` waits for, transitively, each after what it waits for itself (in program order
-    where free); None if that cannot be ordered (a cycle)."""
-    pulled: list[Node] = []
-    placed: set[Node] = set(emitted)
-    stack: list[tuple[Node, bool]] = [(node, False)]
-    on_path: set[Node] = set()
-    while stack:
-        current, expanded = stack.pop()
-        if expanded:
-            on_path.discard(current)
-            placed.add(current)
-            if current != node:
-                pulled.append(current)
-            continue
-        if current in placed:
-            continue
-        if current in on_path:
-            return None
-        on_path.add(current)
-        stack.append((current, True))
-        for dependency in sorted(dependencies[current] - placed, key=rank.__getitem__, reverse=True):
-            stack.append((dependency, False))
-    return pulled
 
 
 def _read_elsewhere(region: list[BoundSymbol], readers: dict[str, int]) -> set[str]:
