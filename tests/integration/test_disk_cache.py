@@ -97,6 +97,52 @@ def test_a_second_process_loads_the_entry_and_matches_eager(
     assert (second["forward"], second["backward"]) == (first["forward"], first["backward"])
 
 
+_TRAINING_STEP = textwrap.dedent(
+    """
+    import copy, json
+    import torch
+    import thunder
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    reference = copy.deepcopy(net)
+
+    def step_of(model, optimizer):
+        def step(x):
+            optimizer.zero_grad()
+            loss = model(x).square().mean()
+            loss.backward()
+            optimizer.step()
+            return loss
+        return step
+
+    jitted = thunder.jit(step_of(net, torch.optim.AdamW(net.parameters(), lr=0.01)))
+    eager = step_of(reference, torch.optim.AdamW(reference.parameters(), lr=0.01))
+    for i in range(4):
+        x = torch.randn(3, 8, generator=torch.Generator().manual_seed(i))
+        torch.testing.assert_close(jitted(x), eager(x))
+    for p, q in zip(net.parameters(), reference.parameters()):
+        torch.testing.assert_close(p, q)
+    stats = thunder.compile_stats(jitted)
+    print(json.dumps({"hits": stats.disk_cache_hits, "misses": stats.disk_cache_misses,
+                      "writes": stats.disk_cache_writes, "skip": stats.disk_cache_skip_reason}))
+    """
+)
+
+
+def test_a_whole_training_step_loads_in_a_second_process(tmp_path: Path, cache_folder: Path) -> None:
+    """The step's two programs (the first creates AdamW's state, the second updates it) are stored
+    and loaded, each checked against eager's step over 4 steps. Their keys held the names made
+    before ``backward`` as a frozenset, pickled in the process's string-hash order, and the
+    learning rate's number proxy held a closure: no process ever loaded the other's entries."""
+    script = tmp_path / "step.py"
+    script.write_text(_TRAINING_STEP)
+    first = _run_program(script, "cpu")
+    assert (first["hits"], first["misses"], first["writes"]) == (0, 2, 2), first["skip"]
+    second = _run_program(script, "cpu")
+    assert (second["hits"], second["misses"], second["writes"]) == (2, 0, 0), second["skip"]
+
+
 def _scaled(c: float):
     return lambda x: torch.sin(x) * c + 1
 

@@ -182,6 +182,7 @@ def _trace_state(trace: Any) -> dict:
     # sets as sorted lists: the key must not depend on the process's string hashing
     state["names"] = sorted(trace.names)
     state["early_outputs"] = sorted(trace.early_outputs)
+    state["backward_boundaries"] = [sorted(names) for names in trace.backward_boundaries]
     return state
 
 
@@ -194,6 +195,7 @@ def _new_trace() -> Any:
 def _set_trace_state(trace: Any, state: dict) -> None:
     trace.__dict__.update(state)
     trace.names, trace.early_outputs = set(state["names"]), set(state["early_outputs"])
+    trace.backward_boundaries = [frozenset(names) for names in state["backward_boundaries"]]
     for name, default in _TRACING_ONLY.items():
         setattr(trace, name, default() if default is not None else None)
 

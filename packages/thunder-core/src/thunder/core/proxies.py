@@ -415,6 +415,22 @@ class NumberProxy(Proxy):
     def python_type(self) -> type:
         return type(self.value)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled with a compiled program (core/disk_cache.py), once its prologue is compiled: a value
+        # needed after that raises where it happens (PrologueBuilder._specialize), so the callback,
+        # a closure over the builder that cannot be pickled, is not kept.
+        return {"name": self.name, "value": self.value, "roots": self.roots}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.name, self.value, self.roots = state["name"], state["value"], state["roots"]
+        self.on_specialize = None
+
+    def __copy__(self) -> NumberProxy:  # while tracing, a copy keeps the callback (pickling alone drops it)
+        copied = NumberProxy.__new__(NumberProxy)
+        copied.name, copied.value, copied.roots = self.name, self.value, self.roots
+        copied.on_specialize = self.on_specialize
+        return copied
+
     def type_comment(self) -> str:
         return f'"{type(self.value).__name__} {self.value!r}"'
 
