@@ -54,23 +54,24 @@ def _torch_executor() -> Any:
     return get_executor("torch")
 
 
-_copy_symbol: Symbol | None = None
+# The symbols, by name, each made on first use (the torch executor must exist first) and one object
+# per process; a module-level table of str keys, where the disk cache finds and resolves them.
+_SYMBOLS: dict[str, Symbol] = {}
+
+
+def _epilogue_symbol(name: str, meta: Callable, fn: Callable, *, side_effect: bool = False) -> Symbol:
+    """``inplace.<name>``, run by PyTorch's ``fn``."""
+    if name not in _SYMBOLS:
+        _SYMBOLS[name] = Symbol(
+            name=name, id=f"inplace.{name}", meta=meta, module="inplace", fn=fn, executor=_torch_executor(),
+            tags=frozenset({"side_effect"}) if side_effect else frozenset(),
+        )  # fmt: skip
+    return _SYMBOLS[name]
 
 
 def copy_symbol() -> Symbol:
     """``inplace.copy_(destination, value)``: the epilogue's write into a real tensor, run by PyTorch."""
-    global _copy_symbol
-    if _copy_symbol is None:
-        _copy_symbol = Symbol(
-            name="copy_",
-            id="inplace.copy_",
-            meta=_copy_meta,
-            module="inplace",
-            fn=_copy_into,
-            executor=_torch_executor(),
-            tags=frozenset({"side_effect"}),
-        )
-    return _copy_symbol
+    return _epilogue_symbol("copy_", _copy_meta, _copy_into, side_effect=True)
 
 
 copy_ = _copy_into  # what ``inplace.copy_`` names in a printed trace
@@ -80,18 +81,9 @@ def _snapshot_meta(a: TensorProxy) -> TensorProxy:
     return a.replace()
 
 
-_snapshot_symbol: Symbol | None = None
-
-
 def snapshot_symbol() -> Symbol:
     """``inplace.snapshot(a)``: a copy of an input's value taken before the epilogue writes into it."""
-    global _snapshot_symbol
-    if _snapshot_symbol is None:
-        _snapshot_symbol = Symbol(
-            name="snapshot", id="inplace.snapshot", meta=_snapshot_meta, module="inplace",
-            fn=torch.clone, executor=_torch_executor(),
-        )  # fmt: skip
-    return _snapshot_symbol
+    return _epilogue_symbol("snapshot", _snapshot_meta, torch.clone)
 
 
 snapshot = torch.clone  # what ``inplace.snapshot`` names in a printed trace
@@ -105,23 +97,17 @@ def _unseen_write(old: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     return value
 
 
-_unseen_write_symbol: Symbol | None = None
-
-
 def unseen_write_symbol() -> Symbol:
     """``inplace.unseen_write(old, value)``: ``value``, which autograd takes for ``old`` (the gradient
     passes to ``old`` unchanged): a tensor that requires grad, written under no_grad or through
     ``detach()``, as eager's autograd sees it (its graph is the old one, its values the new ones)."""
-    global _unseen_write_symbol
-    if _unseen_write_symbol is None:
-        from thunder.core.gradients import register_vjp
+    from thunder.core.gradients import register_vjp
 
-        _unseen_write_symbol = Symbol(
-            name="unseen_write", id="inplace.unseen_write", meta=_unseen_write_meta, module="inplace",
-            fn=_unseen_write, executor=_torch_executor(),
-        )  # fmt: skip
-        register_vjp(_unseen_write_symbol)(lambda g, old, value, *, out: (g, None))
-    return _unseen_write_symbol
+    made = "unseen_write" in _SYMBOLS
+    symbol = _epilogue_symbol("unseen_write", _unseen_write_meta, _unseen_write)
+    if not made:
+        register_vjp(symbol)(lambda g, old, value, *, out: (g, None))
+    return symbol
 
 
 unseen_write = _unseen_write  # what ``inplace.unseen_write`` names in a printed trace
@@ -139,19 +125,10 @@ def _overwritten_meta(names: tuple) -> None:
     return None
 
 
-_overwritten_symbol: Symbol | None = None
-
-
 def overwritten_error_symbol() -> Symbol:
     """``inplace.overwritten_error(names)``: a backward that would read tensors overwritten after they
     were saved raises when it runs, as eager's does (``Trace.overwritten``)."""
-    global _overwritten_symbol
-    if _overwritten_symbol is None:
-        _overwritten_symbol = Symbol(
-            name="overwritten_error", id="inplace.overwritten_error", meta=_overwritten_meta, module="inplace",
-            fn=_overwritten_error, executor=_torch_executor(), tags=frozenset({"side_effect"}),
-        )  # fmt: skip
-    return _overwritten_symbol
+    return _epilogue_symbol("overwritten_error", _overwritten_meta, _overwritten_error, side_effect=True)
 
 
 overwritten_error = _overwritten_error  # what ``inplace.overwritten_error`` names in a printed trace
@@ -170,19 +147,14 @@ def _true_count_meta(mask: TensorProxy, rows: int) -> None:
     return None
 
 
-_true_count_symbol: Symbol | None = None
+def _true_count_symbol() -> Symbol:
+    return _epilogue_symbol("true_count", _true_count_meta, _true_count, side_effect=True)
 
 
 def check_true_count(mask: TensorProxy, rows: int) -> None:
     """Record ``inplace.true_count(mask, rows)``: a write of one row per True of ``mask`` raises when
     it runs with another count of Trues, as eager's does (the count is the data's)."""
-    global _true_count_symbol
-    if _true_count_symbol is None:
-        _true_count_symbol = Symbol(
-            name="true_count", id="inplace.true_count", meta=_true_count_meta, module="inplace",
-            fn=_true_count, executor=_torch_executor(), tags=frozenset({"side_effect"}),
-        )  # fmt: skip
-    _true_count_symbol(mask, rows)
+    _true_count_symbol()(mask, rows)
 
 
 true_count = _true_count  # what ``inplace.true_count`` names in a printed trace
@@ -215,19 +187,10 @@ def _returned_view_meta(base: TensorProxy, steps: tuple, like: TensorProxy) -> T
     return like.replace()
 
 
-_returned_view_symbol: Symbol | None = None
-
-
 def returned_view_symbol() -> Symbol:
     """``inplace.returned_view(x, steps)``: a view the program returns of an input it updated in place,
     taken of the caller's tensor by PyTorch, so that it shares the input's memory as eager's does."""
-    global _returned_view_symbol
-    if _returned_view_symbol is None:
-        _returned_view_symbol = Symbol(
-            name="returned_view", id="inplace.returned_view", meta=_returned_view_meta, module="inplace",
-            fn=replay_views, executor=_torch_executor(),
-        )  # fmt: skip
-    return _returned_view_symbol
+    return _epilogue_symbol("returned_view", _returned_view_meta, replay_views)
 
 
 returned_view = replay_views  # what ``inplace.returned_view`` names in a printed trace

@@ -29,7 +29,7 @@ from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.common import made_by_forward, substitute
 from thunder.core.transforms.dce import dce
 from thunder.core.transforms.region_remat import may_view
-from thunder.core.transforms.remat import _placed_before_use, cheapest_cut, recomputation
+from thunder.core.transforms.remat import cheapest_cut, placed_before_use, recomputation
 
 __all__ = ["rematerialize_program"]
 
@@ -74,7 +74,7 @@ def rematerialize_program(trace: Trace, recomputable: Callable[[BoundSymbol], bo
     copies = [substitute(b, renames) for b in recomputed]
     renamed_later = [substitute(b, renames) for b in later]
     new.bound_symbols.extend(forward)
-    new.bound_symbols.extend(_placed_before_use(copies, renamed_later))
+    new.bound_symbols.extend(placed_before_use(copies, renamed_later))
     result = dce(new)
     result.header = (
         f"Rematerialization in the program: the backward recomputes {len(recomputed)} forward ops from "

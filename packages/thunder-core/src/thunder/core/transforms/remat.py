@@ -23,7 +23,14 @@ from thunder.core.trace import from_trace
 from thunder.core.transforms.autograd import ForwardBackward, saved_bytes
 from thunder.core.transforms.dce import dce
 
-__all__ = ["rematerialize", "cheapest_cut", "recomputation", "fused_recomputable", "view_recomputable"]
+__all__ = [
+    "rematerialize",
+    "cheapest_cut",
+    "recomputation",
+    "placed_before_use",
+    "fused_recomputable",
+    "view_recomputable",
+]
 
 RECOMPUTABLE_TAGS = frozenset({"elementwise", "shape", "reduction"})
 _SOURCE, _SINK = "source", "sink"
@@ -67,7 +74,7 @@ def rematerialize(
     backward.name = split.backward.name
     cotangents = split.backward.args[len(split.saved) :]
     backward.args = [*saved, *cotangents]
-    backward.bound_symbols.extend(_placed_before_use(recomputed, split.backward.bound_symbols))
+    backward.bound_symbols.extend(placed_before_use(recomputed, split.backward.bound_symbols))
     backward.header = (
         f"Backward: takes {len(saved)} saved tensors and {len(cotangents)} output gradients, "
         f"recomputes {len(recomputed)} forward ops"
@@ -273,7 +280,7 @@ def _push_path(
     return True
 
 
-def _placed_before_use(recomputed: list[BoundSymbol], backward: list[BoundSymbol]) -> list[BoundSymbol]:
+def placed_before_use(recomputed: list[BoundSymbol], backward: list[BoundSymbol]) -> list[BoundSymbol]:
     """The backward with each recomputed op just before the first op that reads what it makes.
 
     Recomputing everything up front would keep every recomputed value alive from the start of the
