@@ -225,6 +225,10 @@ def _index_symbols() -> None:
         for attribute, value in list(vars(module).items()):
             if isinstance(value, Symbol):
                 _symbol_index.setdefault(id(value), (name, attribute, None))
+            elif getattr(value, "makes_symbol", False) and value.cache_info().currsize:
+                # symbol.made_on_first_use, already made (making one here could register its gradient
+                # rule, which the key reads): referred to by its getter
+                _symbol_index.setdefault(id(value()), (name, attribute, _MADE_BY_GETTER))
             elif type(value) is dict and len(value) < 10_000:
                 for key, item in value.items():
                     if isinstance(item, Symbol) and type(key) is str:
@@ -255,11 +259,20 @@ def _symbol_reference(symbol: Any, may_index: list) -> tuple | None:
     return None
 
 
+_MADE_BY_GETTER = "()"  # the key of a reference to a symbol that its getter makes on first use
+
+
 def _resolve_symbol(module: str, attribute: str, key: str | None) -> Any:
+    from thunder.core.symbol import Symbol
+
     if module == "executor":
-        return _executor_named(attribute).operators[key]
-    value = getattr(importlib.import_module(module), attribute)
-    return value if key is None else value[key]
+        symbol = _executor_named(attribute).operators[key]
+    else:
+        value = getattr(importlib.import_module(module), attribute)
+        symbol = value() if key == _MADE_BY_GETTER else value if key is None else value[key]
+    if not isinstance(symbol, Symbol):  # a global not made yet in this process: the entry is a miss
+        raise LookupError(f"{module}.{attribute}[{key!r}] is {symbol!r} here, not a symbol")
+    return symbol
 
 
 def _executor_named(name: str) -> Any:

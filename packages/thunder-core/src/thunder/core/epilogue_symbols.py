@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from thunder.core.proxies import TensorProxy
-from thunder.core.symbol import Symbol
+from thunder.core.symbol import Symbol, made_on_first_use
 
 __all__ = [
     "copy_symbol",
@@ -54,21 +54,16 @@ def _torch_executor() -> Any:
     return get_executor("torch")
 
 
-# The symbols, by name, each made on first use (the torch executor must exist first) and one object
-# per process; a module-level table of str keys, where the disk cache finds and resolves them.
-_SYMBOLS: dict[str, Symbol] = {}
-
-
 def _epilogue_symbol(name: str, meta: Callable, fn: Callable, *, side_effect: bool = False) -> Symbol:
-    """``inplace.<name>``, run by PyTorch's ``fn``."""
-    if name not in _SYMBOLS:
-        _SYMBOLS[name] = Symbol(
-            name=name, id=f"inplace.{name}", meta=meta, module="inplace", fn=fn, executor=_torch_executor(),
-            tags=frozenset({"side_effect"}) if side_effect else frozenset(),
-        )  # fmt: skip
-    return _SYMBOLS[name]
+    """``inplace.<name>``, run by PyTorch's ``fn``; each is made on first use (``made_on_first_use``:
+    the torch executor must exist first)."""
+    return Symbol(
+        name=name, id=f"inplace.{name}", meta=meta, module="inplace", fn=fn, executor=_torch_executor(),
+        tags=frozenset({"side_effect"}) if side_effect else frozenset(),
+    )  # fmt: skip
 
 
+@made_on_first_use
 def copy_symbol() -> Symbol:
     """``inplace.copy_(destination, value)``: the epilogue's write into a real tensor, run by PyTorch."""
     return _epilogue_symbol("copy_", _copy_meta, _copy_into, side_effect=True)
@@ -81,6 +76,7 @@ def _snapshot_meta(a: TensorProxy) -> TensorProxy:
     return a.replace()
 
 
+@made_on_first_use
 def snapshot_symbol() -> Symbol:
     """``inplace.snapshot(a)``: a copy of an input's value taken before the epilogue writes into it."""
     return _epilogue_symbol("snapshot", _snapshot_meta, torch.clone)
@@ -97,16 +93,15 @@ def _unseen_write(old: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     return value
 
 
+@made_on_first_use
 def unseen_write_symbol() -> Symbol:
     """``inplace.unseen_write(old, value)``: ``value``, which autograd takes for ``old`` (the gradient
     passes to ``old`` unchanged): a tensor that requires grad, written under no_grad or through
     ``detach()``, as eager's autograd sees it (its graph is the old one, its values the new ones)."""
     from thunder.core.gradients import register_vjp
 
-    made = "unseen_write" in _SYMBOLS
     symbol = _epilogue_symbol("unseen_write", _unseen_write_meta, _unseen_write)
-    if not made:
-        register_vjp(symbol)(lambda g, old, value, *, out: (g, None))
+    register_vjp(symbol)(lambda g, old, value, *, out: (g, None))
     return symbol
 
 
@@ -125,6 +120,7 @@ def _overwritten_meta(names: tuple) -> None:
     return None
 
 
+@made_on_first_use
 def overwritten_error_symbol() -> Symbol:
     """``inplace.overwritten_error(names)``: a backward that would read tensors overwritten after they
     were saved raises when it runs, as eager's does (``Trace.overwritten``)."""
@@ -147,6 +143,7 @@ def _true_count_meta(mask: TensorProxy, rows: int) -> None:
     return None
 
 
+@made_on_first_use
 def _true_count_symbol() -> Symbol:
     return _epilogue_symbol("true_count", _true_count_meta, _true_count, side_effect=True)
 
@@ -187,6 +184,7 @@ def _returned_view_meta(base: TensorProxy, steps: tuple, like: TensorProxy) -> T
     return like.replace()
 
 
+@made_on_first_use
 def returned_view_symbol() -> Symbol:
     """``inplace.returned_view(x, steps)``: a view the program returns of an input it updated in place,
     taken of the caller's tensor by PyTorch, so that it shares the input's memory as eager's does."""

@@ -30,7 +30,7 @@ from thunder.core.inplace import is_view_symbol, replay_views, torch_step, view_
 from thunder.core.prologue import GuardFailure, builder_of
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
-from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.symbol import BoundSymbol, Symbol, made_on_first_use
 from thunder.core.trace import Trace, get_tracectx
 
 __all__ = ["view_allowed", "is_contiguous", "reshape_views", "guard", "check"]
@@ -504,17 +504,10 @@ def _guard_meta(x: TensorProxy, steps: tuple, kind: str, shape: tuple, expected:
     return None
 
 
-_guard_symbol: Symbol | None = None
-
-
+@made_on_first_use
 def guard_symbol() -> Symbol:
     """``layouts.guard(x, steps, kind, shape, expected, traced)``: the prologue's check of an input's layout."""
-    global _guard_symbol
-    if _guard_symbol is None:
-        _guard_symbol = Symbol(
-            name="guard", id="layouts.guard", meta=_guard_meta, module="layouts", fn=_guard
-        )
-    return _guard_symbol
+    return Symbol(name="guard", id="layouts.guard", meta=_guard_meta, module="layouts", fn=_guard)
 
 
 guard = _guard  # what ``layouts.guard`` names in a printed prologue
@@ -558,20 +551,15 @@ def _check_meta(x: TensorProxy, steps: tuple, kind: str, shape: tuple, expected:
     return None
 
 
-_check_symbol: Symbol | None = None
-
-
+@made_on_first_use
 def check_symbol() -> Symbol:
     """``layouts.check(x, steps, kind, shape, expected)``: eager's decision for the input's real layout."""
-    global _check_symbol
-    if _check_symbol is None:
-        from thunder.core.executor import get_executor
+    from thunder.core.executor import get_executor
 
-        _check_symbol = Symbol(
-            name="check", id="layouts.check", meta=_check_meta, module="layouts", fn=_check,
-            executor=get_executor("torch"), tags=frozenset({"side_effect"}),
-        )  # fmt: skip
-    return _check_symbol
+    return Symbol(
+        name="check", id="layouts.check", meta=_check_meta, module="layouts", fn=_check,
+        executor=get_executor("torch"), tags=frozenset({"side_effect"}),
+    )  # fmt: skip
 
 
 check = _check  # what ``layouts.check`` names in a printed trace

@@ -9,6 +9,7 @@ that no executor claims is therefore just replacing it by its subsymbols.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,17 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.trace import get_tracectx
 
-__all__ = ["Symbol", "BoundSymbol", "RETURN", "DEL", "make_prim", "make_composite"]
+__all__ = ["Symbol", "BoundSymbol", "RETURN", "DEL", "make_prim", "make_composite", "made_on_first_use"]
+
+
+def made_on_first_use(getter: Callable[[], Symbol]) -> Callable[[], Symbol]:
+    """A function that makes one symbol on its first call (what it needs may not exist at import time:
+    the torch executor) and returns that same one after. The disk cache refers to such a symbol
+    through its getter (``core/disk_cache.py``): a module global holding it would be None in a new
+    process until something asked for it, and a loaded program would hold None for the symbol."""
+    cached = functools.cache(getter)
+    cached.makes_symbol = True  # type: ignore[attr-defined]
+    return cached
 
 
 @dataclass(frozen=True, eq=False)
