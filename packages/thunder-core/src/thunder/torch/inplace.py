@@ -30,6 +30,7 @@ from thunder.core.inplace import current, mutate, resize
 from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, register_tensor_method, tensor_method
 from thunder.core.pytree import tree_leaves, tree_map
 from thunder.core.write_overlap import OVERLAP_MESSAGE, SameView, check_write_overlap
+from thunder.torch.eager_dtypes import check_eager_dtypes
 from thunder.torch.foreach import foreach_lookaside
 from thunder.torch.index_keys import parse_key, put, value_of_write
 from thunder.torch.randomness import random_lookaside
@@ -360,12 +361,14 @@ def _with_out_and_inplace(torch_fn: Any, functional: Callable) -> Callable:
         if kwargs.get("out") is not None:
             kwargs = dict(kwargs)
             out = kwargs.pop("out")
+            check_eager_dtypes(torch_fn, args, kwargs)
             _check_eager_parses(torch_fn, args, kwargs, out)
             _check_out_differentiable(torch_fn, (args, kwargs, out))
             _check_out_apart(torch_fn, out, (args, kwargs))
             result = functional(*args, **kwargs)
             _check_out_dtypes(torch_fn, out, result)
             return _write_result(out, result, (args, kwargs))
+        check_eager_dtypes(torch_fn, args, kwargs)
         if takes_inplace and signature is not None:
             bound = signature.bind(*args, **kwargs)
             if bound.arguments.get("inplace"):
