@@ -65,6 +65,17 @@ _PROGRAM = textwrap.dedent(
 )
 
 
+def _counts(outcome: dict) -> tuple[int, int, int]:
+    return outcome["hits"], outcome["misses"], outcome["writes"]
+
+
+def _run_twice(tmp_path: Path, source: str) -> tuple[dict, dict]:
+    """``source`` run as a program in two processes, one after the other, on the CPU."""
+    script = tmp_path / "program.py"
+    script.write_text(source)
+    return _run_program(script, "cpu"), _run_program(script, "cpu")
+
+
 def _run_program(path: Path, device: str) -> dict:
     done = subprocess.run(
         [sys.executable, str(path), device], capture_output=True, text=True, env=os.environ.copy()
@@ -135,12 +146,9 @@ def test_a_whole_training_step_loads_in_a_second_process(tmp_path: Path, cache_f
     and loaded, each checked against eager's step over 4 steps. Their keys held the names made
     before ``backward`` as a frozenset, pickled in the process's string-hash order, and the
     learning rate's number proxy held a closure: no process ever loaded the other's entries."""
-    script = tmp_path / "step.py"
-    script.write_text(_TRAINING_STEP)
-    first = _run_program(script, "cpu")
-    assert (first["hits"], first["misses"], first["writes"]) == (0, 2, 2), first["skip"]
-    second = _run_program(script, "cpu")
-    assert (second["hits"], second["misses"], second["writes"]) == (2, 0, 0), second["skip"]
+    first, second = _run_twice(tmp_path, _TRAINING_STEP)
+    assert _counts(first) == (0, 2, 2), first["skip"]
+    assert _counts(second) == (2, 0, 0), second["skip"]
 
 
 _LAYOUT_CHECKED = textwrap.dedent(
@@ -190,12 +198,9 @@ def test_a_program_with_symbols_made_on_first_use_loads_in_a_second_process(
     program crashed in codegen ('NoneType' object has no attribute 'printer'). A bias-free output head
     with a cross entropy is enough: the second process of benchmarks' Llama and GPT-2 (module path,
     CPU) failed to compile."""
-    script = tmp_path / "lm.py"
-    script.write_text(_LAYOUT_CHECKED)
-    first = _run_program(script, "cpu")
-    assert (first["hits"], first["misses"], first["writes"]) == (0, 1, 1), first["skip"]
-    second = _run_program(script, "cpu")
-    assert (second["hits"], second["misses"], second["writes"]) == (1, 0, 0), second["skip"]
+    first, second = _run_twice(tmp_path, _LAYOUT_CHECKED)
+    assert _counts(first) == (0, 1, 1), first["skip"]
+    assert _counts(second) == (1, 0, 0), second["skip"]
 
 
 def _scaled(c: float):

@@ -17,13 +17,12 @@ to the call and are left alone.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
-import torch
 from thunder.core import dtypes
-from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
-from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.proxies import TensorProxy
+from thunder.core.pytree import tree_leaves
+from thunder.torch.stand_ins import error_on_stand_ins
 
 __all__ = ["check_eager_dtypes"]
 
@@ -37,40 +36,16 @@ _DTYPE_MESSAGES = (
 )
 
 
-class _NoStandIn(Exception):
-    pass
-
-
-def _stand_in(value: Any) -> Any:
-    if isinstance(value, TensorProxy):
-        return torch.empty((0,) * len(value.shape), dtype=value.dtype.torch_dtype)
-    if isinstance(value, NumberProxy):
-        return value.value  # reading it does not specialize
-    if isinstance(value, Proxy):
-        raise _NoStandIn
-    return value
-
-
 def check_eager_dtypes(torch_fn: Any, args: tuple, kwargs: dict) -> None:
     """Raise eager's error if ``torch_fn`` refuses the dtypes of the call's tensors (see the module)."""
     leaves = tree_leaves((args, kwargs))
     tensors = [leaf for leaf in leaves if isinstance(leaf, TensorProxy)]
     if all(dtypes.is_float(t.dtype) or dtypes.is_complex(t.dtype) for t in tensors):
         return  # no tensor, or floating ones only: nothing dtype-specific to ask
-    if any(t.device.type != "cpu" for t in tensors) or any(
-        isinstance(leaf, torch.Generator) for leaf in leaves
+    if any(t.device.type != "cpu" for t in tensors):
+        return
+    error = error_on_stand_ins(torch_fn, args, kwargs)
+    if isinstance(error, (NotImplementedError, RuntimeError)) and any(
+        w in str(error) for w in _DTYPE_MESSAGES
     ):
-        return
-    try:
-        stand_in_args, stand_in_kwargs = tree_map(_stand_in, (args, kwargs))
-    except _NoStandIn:
-        return
-    try:
-        with warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
-            warnings.simplefilter("ignore")
-            torch_fn(*stand_in_args, **stand_in_kwargs)
-    except (NotImplementedError, RuntimeError) as error:
-        if any(words in str(error) for words in _DTYPE_MESSAGES):
-            raise type(error)(str(error)) from None
-    except Exception:  # noqa: BLE001 -- the stand-ins' sizes are not the call's
-        pass
+        raise type(error)(str(error)) from None

@@ -27,14 +27,15 @@ import torch
 import torch.nn.functional as F
 from thunder.core import dtypes, fallback
 from thunder.core.inplace import current, mutate, resize
-from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, register_tensor_method, tensor_method
-from thunder.core.pytree import tree_leaves, tree_map
+from thunder.core.proxies import NumberProxy, TensorProxy, register_tensor_method, tensor_method
+from thunder.core.pytree import tree_leaves
 from thunder.core.write_overlap import OVERLAP_MESSAGE, SameView, check_write_overlap
 from thunder.torch.eager_dtypes import check_eager_dtypes
 from thunder.torch.foreach import foreach_lookaside
 from thunder.torch.index_keys import parse_key, put, value_of_write
 from thunder.torch.randomness import random_lookaside
 from thunder.torch.registry import callable_for, symbol_for
+from thunder.torch.stand_ins import error_on_stand_ins
 
 __all__ = ["torch_lookaside", "setitem", "IN_PLACE_METHODS", "SHAPE_CHANGING"]
 
@@ -259,22 +260,6 @@ def _check_out_apart(torch_fn: Any, destination: Any, operands: tuple[tuple, dic
             check_write_overlap(target, operand, construct, same_view=same_view)
 
 
-class _NoStandIn(Exception):
-    """An argument that no concrete value can stand for (a proxy other than a tensor's or a number's)."""
-
-
-def _stand_in(value: Any) -> Any:
-    if isinstance(value, TensorProxy):
-        # an empty CPU tensor: the parser checks kinds, not shapes, and the call runs C++ kernels only
-        # (meta tensors' out= path runs Python that imports torch._dynamo: seconds at the first compile)
-        return torch.empty(0, dtype=value.dtype.torch_dtype)
-    if isinstance(value, NumberProxy):
-        return value.value  # its type is what the parser checks; reading it does not specialize
-    if isinstance(value, Proxy):
-        raise _NoStandIn
-    return value
-
-
 # how torch's argument parser words a call it refuses
 _PARSER_MESSAGES = ("must be Tensor", "must be tuple of Tensors", "invalid combination of arguments")
 
@@ -285,25 +270,11 @@ def _check_eager_parses(torch_fn: Any, args: tuple, kwargs: dict, out: Any) -> N
     function's others: ``torch.where(c, x, 0.0, out=y)`` is refused ('other' must be a Tensor), where
     ``torch.where(c, x, 0.0)`` takes the number. Errors of the kernels on the stand-ins (shapes) are not
     eager's answer to the call and are left to it."""
-    leaves = tree_leaves((args, kwargs))
-    if any(isinstance(leaf, torch.Generator) for leaf in leaves):
-        return  # the call would draw from the user's generator
-    if not any(isinstance(leaf, TensorProxy) for leaf in leaves):
+    if not any(isinstance(leaf, TensorProxy) for leaf in tree_leaves((args, kwargs))):
         return  # a factory (torch.zeros(n, m, out=y)): its sizes would be allocated for real
-    try:
-        stand_in_args, stand_in_kwargs, stand_in_out = tree_map(_stand_in, (args, kwargs, out))
-    except _NoStandIn:
-        return
-    try:
-        # a random function draws from the default CPU generator: its state is put back after
-        with warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
-            warnings.simplefilter("ignore")  # a resized out= warns where the call itself runs
-            torch_fn(*stand_in_args, **stand_in_kwargs, out=stand_in_out)
-    except TypeError as error:
-        if any(words in str(error) for words in _PARSER_MESSAGES):
-            raise TypeError(str(error)) from None
-    except Exception:  # noqa: BLE001 -- the stand-ins' shapes are not the call's
-        pass
+    error = error_on_stand_ins(torch_fn, args, {**kwargs, "out": out})
+    if isinstance(error, TypeError) and any(words in str(error) for words in _PARSER_MESSAGES):
+        raise TypeError(str(error)) from None
 
 
 def _check_out_differentiable(torch_fn: Any, arguments: Any) -> None:
