@@ -154,6 +154,32 @@ def test_parts_reading_one_input_stay_one_stage() -> None:
     assert len(runner.stages) == 1
 
 
+def rotary_of_q_and_k(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    def rotate(x: torch.Tensor) -> torch.Tensor:  # benchmarks/llama.py's apply_rotary
+        half = x.shape[-1] // 2
+        return (x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin).to(x.dtype)
+
+    return rotate(q), rotate(k)
+
+
+def test_resize_chains_meeting_only_at_inputs_are_stages_that_share_a_structure() -> None:
+    """nvFuser segments a fusion of two rotary embeddings (seconds of compile); as two stages of one
+    structure they compile once, and the region still matches eager."""
+    q, k = torch.randn(2, 3, 8, 4, dtype=torch.bfloat16), torch.randn(2, 3, 8, 4, dtype=torch.bfloat16)
+    cos, sin = torch.randn(8, 4), torch.randn(8, 4)
+    (runner,) = _runners(rotary_of_q_and_k, q, k, cos, sin)
+    assert len(runner.stages) == 2
+    assert runner.stages[0].structure == runner.stages[1].structure
+    assert {p.name for p in runner.stages[0].inputs} & {p.name for p in runner.stages[1].inputs}  # cos, sin
+
+
+def test_a_resize_chain_is_one_stage() -> None:
+    (runner,) = _runners(lambda x: torch.cat((x[:, 2:], x[:, :2]), 1) * 2 + x, torch.randn(4, 8))
+    assert len(runner.stages) == 1
+
+
 def repeat_kv(k: torch.Tensor) -> torch.Tensor:  # transformers' repeat_kv, then work on the result
     b, heads, s, d = k.shape
     return (k[:, :, None, :, :].expand(b, heads, 4, s, d).reshape(b, heads * 4, s, d) * 0.5).exp()
