@@ -355,9 +355,24 @@ def _device() -> tuple:
 
 
 def _environment() -> tuple:
-    return tuple(
-        sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) and k not in _ENV_IGNORED)
+    variables = (
+        (k, _without_caching_options(k, v))
+        for k, v in os.environ.items()
+        if k.startswith(_ENV_PREFIXES) and k not in _ENV_IGNORED
     )
+    return tuple(sorted((k, v) for k, v in variables if v or k not in _CACHING_OPTIONS))
+
+
+# Options that only keep compiled binaries on disk, never change them: nvFuser's kernel database,
+# which its executor turns on before importing nvFuser (thunder-executors' nvfuser/kernel_db.py).
+_CACHING_OPTIONS = {"NVFUSER_ENABLE": frozenset({"kernel_db"})}
+
+
+def _without_caching_options(variable: str, value: str) -> str:
+    dropped = _CACHING_OPTIONS.get(variable)
+    if dropped is None:
+        return value
+    return ",".join(o for o in value.split(",") if o.strip() and o.strip() not in dropped)
 
 
 def _function_name(fn: Any, modules: set[str]) -> tuple | None:

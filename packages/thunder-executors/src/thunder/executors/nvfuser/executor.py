@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -15,10 +16,12 @@ from typing import Any
 
 import torch
 
+from thunder.core import disk_cache
 from thunder.core.executor import FusionExecutor
 from thunder.core.fusion_fallback import PartiallyWrittenError, with_fallback
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.executors.nvfuser import kernel_db
 from thunder.executors.nvfuser.stage_groups import (
     Group,
     inputs_of,
@@ -56,11 +59,19 @@ def nvfuser_module() -> Any:
     if _module is None:
         for name in _MODULES:
             if importlib.util.find_spec(name) is not None:
+                kernel_db.enable_before_import()
                 _module = importlib.import_module(name)
                 break
         else:
             raise ImportError(f"nvFuser is not installed: {INSTALL_HINT}")
     return _module
+
+
+def _kernel_db_folder() -> str:
+    """The shared folder of nvFuser's compiled kernels for this nvFuser and device (``kernel_db.py``)."""
+    major, minor = torch.cuda.get_device_capability()
+    version = "".join(c if c.isalnum() or c in ".-" else "_" for c in str(nvfuser_module().version()))
+    return os.path.join(disk_cache.cache_dir(), "nvfuser", f"{version}-sm{major}{minor}")
 
 
 # Compiled definitions shared by stages of the same structure and input layouts (the layers of a
@@ -117,13 +128,18 @@ class FusionStage:
         # microseconds a tensor); layouts equal under ``layout_key`` share one definition.
         raw = tuple((t.dtype, t.shape, t.stride(), t.device) for t in tensors)
         found = self._by_raw_metadata.get(raw)
-        if found is None:
+        first = found is None
+        if first:
             found = self._by_raw_metadata[raw] = self._definition_for(tensors)
         fd, expanded, aliased = found
         given = tensors
         if expanded:
             tensors = [t.contiguous() if i in expanded else t for i, t in enumerate(tensors)]
-        results = list(fd.execute(tensors))
+        if first:  # nvFuser compiles on a definition's first execution
+            with kernel_db.compiling(_kernel_db_folder):
+                results = list(fd.execute(tensors))
+        else:
+            results = list(fd.execute(tensors))
         if self.writes:
             if not aliased:  # the values came back after the outputs
                 count = len(self.outputs)
