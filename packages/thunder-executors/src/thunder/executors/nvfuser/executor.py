@@ -129,7 +129,7 @@ class FusionStage:
         raw = tuple((t.dtype, t.shape, t.stride(), t.device) for t in tensors)
         found = self._by_raw_metadata.get(raw)
         first = found is None
-        if first:
+        if found is None:
             found = self._by_raw_metadata[raw] = self._definition_for(tensors)
         fd, expanded, aliased = found
         given = tensors
