@@ -14,22 +14,33 @@ from thunder.executors.nvfuser import kernel_db
 HEADER = "kernel_signature,compile_args,kernel_code_file,cubin_file"
 
 
-def _process_folder(folder: Path, kernels: dict[str, str]) -> Path:
-    """A folder as one process's nvFuser leaves it: kernel_<n>.cu/.cubin named by its own counter."""
+ARGS = "--std=c++17 --gpu-architecture=sm_90a --fmad=true -DNDEBUG"
+
+
+def _process_folder(
+    folder: Path, kernels: dict[str, str], signature: str | None = None, args: str = ARGS
+) -> Path:
+    """A folder as one process's nvFuser leaves it: kernel_<n>.cu/.cubin named by its own counter.
+    ``kernels``: name -> source; the signature is the name unless given (nvFuser's mangled kernel
+    names repeat across kernels of the same parameter types)."""
     folder.mkdir(parents=True)
     rows = []
-    for n, (signature, code) in enumerate(kernels.items()):
+    for n, (name, code) in enumerate(kernels.items()):
         (folder / f"kernel_{n}.cu").write_text(code)
-        (folder / f"kernel_{n}.cubin").write_bytes(f"binary of {code}".encode())
-        rows.append(f"{signature},-arch=sm_90 -O3,kernel_{n}.cu,kernel_{n}.cubin")
+        (folder / f"kernel_{n}.cubin").write_bytes(f"binary of {code} with {args}".encode())
+        rows.append(f"{signature or name},{args},kernel_{n}.cu,kernel_{n}.cubin")
     (folder / "db.csv").write_text("\n".join([HEADER, *rows]) + "\n")
     return folder
 
 
-def _binaries(folder: Path) -> dict[str, bytes]:
-    """signature -> the cubin the shared table pairs it with."""
+def _binaries(folder: Path) -> dict[tuple[str, str], bytes]:
+    """(source, compile arguments) -> the cubin the table pairs them with, as nvFuser looks them up."""
     _, rows = kernel_db.read_table(str(folder))
-    return {signature: (folder / row[3]).read_bytes() for (signature, _), row in rows.items()}
+    return {((folder / row[2]).read_text(), row[1]): (folder / row[3]).read_bytes() for row in rows.values()}
+
+
+def _expected(*sources: str, args: str = ARGS) -> dict[tuple[str, str], bytes]:
+    return {(code, args): f"binary of {code} with {args}".encode() for code in sources}
 
 
 def test_two_processes_numbering_alike_keep_each_kernel_with_its_own_binary(tmp_path: Path) -> None:
@@ -40,10 +51,25 @@ def test_two_processes_numbering_alike_keep_each_kernel_with_its_own_binary(tmp_
     two = _process_folder(tmp_path / "two", {"sigC": "kernel C", "sigA": "kernel A"})
     assert kernel_db.publish(str(one), str(shared)) == 2
     assert kernel_db.publish(str(two), str(shared)) == 1  # sigA is there already
-    assert _binaries(shared) == {s: f"binary of kernel {s[-1]}".encode() for s in ("sigA", "sigB", "sigC")}
+    assert _binaries(shared) == _expected("kernel A", "kernel B", "kernel C")
     header, _ = kernel_db.read_table(str(shared))
     assert header == HEADER
     assert not any(name.startswith("kernel_0") for name in os.listdir(shared))  # named by content
+
+
+def test_kernels_of_one_signature_or_one_source_are_kept_apart(tmp_path: Path) -> None:
+    """nvFuser finds a kernel by its source and compile arguments; its signature (a mangled name such
+    as ``nvfuser_resize_f0_c1_r0_g0`` with the parameter types) repeats across kernels."""
+    shared = tmp_path / "shared"
+    one = _process_folder(tmp_path / "one", {"a": "kernel A", "b": "kernel B"}, signature="same")
+    other_args = ARGS + " -lineinfo,x"  # nvFuser's pattern allows commas in the arguments
+    two = _process_folder(tmp_path / "two", {"a": "kernel A"}, signature="same", args=other_args)
+    assert kernel_db.publish(str(one), str(shared)) == 2
+    assert kernel_db.publish(str(two), str(shared)) == 1
+    assert _binaries(shared) == {
+        **_expected("kernel A", "kernel B"),
+        **_expected("kernel A", args=other_args),
+    }
 
 
 def test_a_new_process_starts_from_the_shared_kernels(tmp_path: Path) -> None:
@@ -51,7 +77,7 @@ def test_a_new_process_starts_from_the_shared_kernels(tmp_path: Path) -> None:
     kernel_db.publish(str(_process_folder(tmp_path / "one", {"sigA": "kernel A"})), str(shared))
     private = tmp_path / "private"
     kernel_db._seed(str(shared), str(private))
-    assert _binaries(private) == {"sigA": b"binary of kernel A"}
+    assert _binaries(private) == _expected("kernel A")
     kernel_db._seed(str(tmp_path / "nothing yet"), str(tmp_path / "empty"))  # a first process
     assert kernel_db.read_table(str(tmp_path / "empty")) == (None, {})
 
@@ -60,10 +86,10 @@ def test_rows_naming_missing_files_or_other_folders_are_not_published(tmp_path: 
     one = _process_folder(tmp_path / "one", {"sigA": "kernel A", "sigB": "kernel B"})
     (one / "kernel_1.cubin").unlink()  # a compile that failed half-way
     with open(one / "db.csv", "a") as table:
-        table.write("sigC,-arch=sm_90,../elsewhere.cu,../elsewhere.cubin\n")
+        table.write(f"sigC,{ARGS},../elsewhere.cu,../elsewhere.cubin\n")
     shared = tmp_path / "shared"
     assert kernel_db.publish(str(one), str(shared)) == 1
-    assert list(_binaries(shared)) == ["sigA"]
+    assert _binaries(shared) == _expected("kernel A")
 
 
 def test_the_option_is_added_before_import_unless_the_user_or_the_disk_cache_says_otherwise(

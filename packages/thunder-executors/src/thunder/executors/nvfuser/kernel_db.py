@@ -118,7 +118,11 @@ def _publish_at_exit() -> None:
 
 
 def publish(private_db: str, shared: str) -> int:
-    """Copy the kernels of ``private_db`` that ``shared`` lacks into it; returns how many were added."""
+    """Copy the kernels of ``private_db`` that ``shared`` lacks into it; returns how many were added.
+
+    Kernels are told apart as nvFuser tells them apart: by their source and compile arguments (the
+    signature, a mangled kernel name, is the same for many kernels).
+    """
     header, rows = read_table(private_db)
     if header is None or not rows:
         return 0
@@ -128,9 +132,9 @@ def publish(private_db: str, shared: str) -> int:
         shared_header, known = read_table(shared)
         added = 0
         for key, row in rows.items():
-            if key in known or not all(os.path.exists(os.path.join(private_db, n)) for n in row[2:]):
+            if key in known:
                 continue
-            digest = hashlib.sha256(_contents(private_db, row)).hexdigest()[:24]
+            digest = hashlib.sha256(f"{key[0]},{key[1]}".encode()).hexdigest()[:24]
             names = [f"kernel_{digest}{os.path.splitext(n)[1]}" for n in row[2:]]
             for name, source in zip(names, row[2:]):
                 _copy_atomically(os.path.join(private_db, source), os.path.join(shared, name))
@@ -141,16 +145,12 @@ def publish(private_db: str, shared: str) -> int:
         return added
 
 
-def _contents(folder: str, row: tuple[str, ...]) -> bytes:
-    data = row[1].encode()
-    for name in row[2:]:
-        with open(os.path.join(folder, name), "rb") as file:
-            data += file.read()
-    return data
-
-
 def read_table(folder: str) -> tuple[str | None, dict[tuple[str, str], tuple[str, ...]]]:
-    """The header and rows of a kernel DB's table, by (signature, compile arguments); no table, None."""
+    """The header and rows of a kernel DB's table (None and none without one), each row keyed by its
+    source's digest and its compile arguments; rows whose files are missing or elsewhere are left out.
+
+    A row is ``signature,compile arguments,source file,cubin file``; only the arguments may hold
+    commas (nvFuser's own pattern), so the row is split at its first and its last two."""
     path = os.path.join(folder, _TABLE)
     if not os.path.exists(path):
         return None, {}
@@ -160,14 +160,18 @@ def read_table(folder: str) -> tuple[str | None, dict[tuple[str, str], tuple[str
         return None, {}
     rows: dict[tuple[str, str], tuple[str, ...]] = {}
     for line in lines[1:]:
-        fields = tuple(line.split(","))
-        if (
-            len(fields) >= 3
-            and all(fields)
-            and all("/" not in f and f not in (".", "..") for f in fields[2:])
-        ):
-            rows[(fields[0], fields[1])] = fields
+        signature, _, rest = line.partition(",")
+        fields = (signature, *rest.rsplit(",", 2))
+        if len(fields) != 4 or not all(fields) or not all(_is_file_of(folder, name) for name in fields[2:]):
+            continue
+        with open(os.path.join(folder, fields[2]), "rb") as source:
+            digest = hashlib.sha256(source.read()).hexdigest()
+        rows[(digest, fields[1])] = fields
     return lines[0], rows
+
+
+def _is_file_of(folder: str, name: str) -> bool:
+    return "/" not in name and name not in (".", "..") and os.path.isfile(os.path.join(folder, name))
 
 
 def _write_table(folder: str, header: str, rows: dict[Any, tuple[str, ...]]) -> None:
@@ -178,7 +182,7 @@ def _write_table(folder: str, header: str, rows: dict[Any, tuple[str, ...]]) -> 
 
 
 def _copy_atomically(source: str, destination: str) -> None:
-    if os.path.exists(destination):  # named by content: the same bytes
+    if os.path.exists(destination):  # named by source and arguments: the same bytes
         return
     temporary = f"{destination}.{os.getpid()}"
     shutil.copyfile(source, temporary)
