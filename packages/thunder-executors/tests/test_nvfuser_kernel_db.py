@@ -92,24 +92,43 @@ def test_rows_naming_missing_files_or_other_folders_are_not_published(tmp_path: 
     assert _binaries(shared) == _expected("kernel A")
 
 
+def _enable(monkeypatch: pytest.MonkeyPatch, nvfuser_enable: str | None, inherited: bool = False) -> bool:
+    """``enable_before_import`` in a process started with these variables: whether it keeps kernels."""
+    monkeypatch.setattr(kernel_db, "_enabled_here", False)
+    for variable, value in (("NVFUSER_ENABLE", nvfuser_enable), (kernel_db.MARK, "1" if inherited else None)):
+        if value is None:
+            monkeypatch.delenv(variable, raising=False)
+        else:
+            monkeypatch.setenv(variable, value)
+    kernel_db.enable_before_import()
+    return kernel_db._enabled_here
+
+
 def test_the_option_is_added_before_import_unless_the_user_or_the_disk_cache_says_otherwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(kernel_db, "_enabled_here", False)
-    monkeypatch.setenv("NVFUSER_ENABLE", "kernel_lineinfo")
     monkeypatch.delenv(disk_cache.DISABLE_VARIABLE, raising=False)
-    kernel_db.enable_before_import()
-    assert os.environ["NVFUSER_ENABLE"] == "kernel_lineinfo,kernel_db" and kernel_db._enabled_here
+    assert _enable(monkeypatch, "kernel_lineinfo")
+    assert os.environ["NVFUSER_ENABLE"] == "kernel_lineinfo,kernel_db" and os.environ[kernel_db.MARK] == "1"
 
-    monkeypatch.setattr(kernel_db, "_enabled_here", False)
-    monkeypatch.setenv("NVFUSER_ENABLE", "kernel_db")  # the user's own: their $TMPDIR, untouched
-    kernel_db.enable_before_import()
-    assert not kernel_db._enabled_here
+    assert not _enable(monkeypatch, "kernel_db")  # the user's own: their $TMPDIR, untouched
+    assert os.environ["NVFUSER_ENABLE"] == "kernel_db" and kernel_db.MARK not in os.environ
 
-    monkeypatch.delenv("NVFUSER_ENABLE")
     monkeypatch.setenv(disk_cache.DISABLE_VARIABLE, "0")
-    kernel_db.enable_before_import()
-    assert "NVFUSER_ENABLE" not in os.environ and not kernel_db._enabled_here
+    assert not _enable(monkeypatch, None)
+    assert "NVFUSER_ENABLE" not in os.environ
+
+
+def test_a_child_process_tells_thunders_option_from_the_users(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child inherits NVFUSER_ENABLE=kernel_db from a thunder parent: it keeps kernels in a folder
+    of its own too, or, with its disk cache off, drops the option; never shares nvFuser's default folder."""
+    monkeypatch.delenv(disk_cache.DISABLE_VARIABLE, raising=False)
+    assert _enable(monkeypatch, "kernel_lineinfo,kernel_db", inherited=True)
+    assert os.environ["NVFUSER_ENABLE"] == "kernel_lineinfo,kernel_db"
+
+    monkeypatch.setenv(disk_cache.DISABLE_VARIABLE, "0")
+    assert not _enable(monkeypatch, "kernel_lineinfo,kernel_db", inherited=True)
+    assert os.environ["NVFUSER_ENABLE"] == "kernel_lineinfo" and kernel_db.MARK not in os.environ
 
 
 def test_the_kernel_db_option_leaves_the_disk_cache_key_alone(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -67,7 +67,8 @@ FORMAT = b"thunder-disk-cache-1\n"
 _DIAGNOSTIC_OPTIONS = frozenset({"save_traces", "progress_threshold", "disk_cache"})
 _ENV_PREFIXES = ("THUNDER_", "TRITON_", "NVFUSER_", "PYTORCH_NVFUSER")
 _ENV_IGNORED = frozenset({CACHE_DIR_VARIABLE, DISABLE_VARIABLE, SIZE_VARIABLE, "THUNDER_LOGS", "THUNDER_SAVE_TRACES",
-                          "THUNDER_PROGRESS_THRESHOLD", "THUNDER_FULL_TRACEBACK", "TRITON_CACHE_DIR"})  # fmt: skip
+                          "THUNDER_PROGRESS_THRESHOLD", "THUNDER_FULL_TRACEBACK", "TRITON_CACHE_DIR",
+                          "THUNDER_NVFUSER_KERNEL_DB"})  # fmt: skip
 
 log = logging.getLogger("thunder.disk_cache")
 

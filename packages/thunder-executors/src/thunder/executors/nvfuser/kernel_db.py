@@ -32,9 +32,10 @@ from typing import Any
 
 from thunder.core import disk_cache
 
-__all__ = ["OPTION", "compiling", "enable_before_import", "publish", "read_table"]
+__all__ = ["MARK", "OPTION", "compiling", "enable_before_import", "publish", "read_table"]
 
 OPTION = "kernel_db"
+MARK = "THUNDER_NVFUSER_KERNEL_DB"  # "1": the option in NVFUSER_ENABLE is thunder's
 _ENABLE = "NVFUSER_ENABLE"
 _FOLDER = "nvfuser_kernel_db"  # nvFuser's folder under $TMPDIR
 _TABLE = "db.csv"
@@ -49,13 +50,27 @@ _failed = False
 
 def enable_before_import() -> None:
     """Add ``kernel_db`` to ``NVFUSER_ENABLE`` before nvFuser is imported (it reads its options then),
-    unless the disk cache is off or the user asked for the kernel DB already."""
+    unless the disk cache is off or the user asked for the kernel DB already.
+
+    Child processes inherit the variable: ``THUNDER_NVFUSER_KERNEL_DB`` marks it as thunder's, so that a
+    child uses a folder of its own as well (or drops the option, its disk cache being off), rather than
+    taking it for the user's and sharing ``$TMPDIR/nvfuser_kernel_db`` with other processes.
+    """
     global _enabled_here
-    options = [o for o in os.environ.get(_ENABLE, "").split(",") if o.strip()]
-    if not disk_cache.enabled(None) or any(o.strip().startswith(OPTION) for o in options):
-        return
-    os.environ[_ENABLE] = ",".join([*options, OPTION])
-    _enabled_here = True
+    options = [o.strip() for o in os.environ.get(_ENABLE, "").split(",") if o.strip()]
+    if os.environ.get(MARK) == "1":  # set by thunder in a parent process
+        options = [o for o in options if not o.startswith(OPTION)]
+    user_asked = any(o.startswith(OPTION) for o in options)
+    _enabled_here = disk_cache.enabled(None) and not user_asked
+    if _enabled_here:
+        options.append(OPTION)
+        os.environ[MARK] = "1"
+    else:
+        os.environ.pop(MARK, None)
+    if options:
+        os.environ[_ENABLE] = ",".join(options)
+    else:
+        os.environ.pop(_ENABLE, None)
 
 
 @contextlib.contextmanager
