@@ -7,15 +7,19 @@ reductions of one tensor in one region only when they share axes and initial val
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
 import thunder
 from thunder.core.executor import FusionExecutor
 from thunder.core.symbol import BoundSymbol
-from thunder.core.transforms.claim_executors import claim_executors
+from thunder.core.transforms.claim_executors import claim_executors, operator_callable
+from thunder.executors.nvfuser.canonical_order import canonical_order, ordered_outputs
 from thunder.executors.nvfuser.executor import NvFuserExecutor, ScalarStage
-from thunder.executors.nvfuser.translate import REDUCTIONS
+from thunder.executors.nvfuser.stage_groups import inputs_of
+from thunder.executors.nvfuser.translate import REDUCTIONS, structure_key
 from thunder.executors.torchex import executor as torch_executor
 
 
@@ -231,3 +235,74 @@ def test_the_step_counters_of_one_region_are_one_scalar_stage() -> None:
     assert runner.stages.index(scalar[0]) == 0
     assert len(scalar[0].inputs) == 2  # the two counters, in either order: their sums as eager's
     assert sorted(r.item() for r in scalar[0]([s1, s2])) == [4.0, 6.0]
+
+
+def _topological(region: list[BoundSymbol]) -> bool:
+    made = {p.name for b in region for p in b.proxy_outputs()}
+    seen: set[str] = set()
+    for b in region:
+        if any(p.name in made and p.name not in seen for p in b.proxy_args()):
+            return False
+        seen.update(p.name for p in b.proxy_outputs())
+    return True
+
+
+def test_one_computation_in_two_trace_orders_gets_one_structure() -> None:
+    """The 4-layer Llama's rotary backward came in three orders, three definitions to compile; the
+    stage's own order (``canonical_order``), inputs and outputs included, makes them one."""
+
+    def fn(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a, b = x.float() * 2, (y.float() + 1).exp()
+        return (a - b).to(torch.bfloat16), (b * 3).to(torch.bfloat16)
+
+    x, y = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(4, 8, dtype=torch.bfloat16)
+    (region,) = _regions(fn, x, y)
+    # another valid order of the same symbols: of those whose operands are placed, the last first
+    other: list[BoundSymbol] = []
+    left = list(region)
+    made = {p.name for b in region for p in b.proxy_outputs()}
+    while left:
+        placed = {p.name for b in other for p in b.proxy_outputs()}
+        ready = [b for b in left if all(p.name not in made or p.name in placed for p in b.proxy_args())]
+        other.append(ready[-1])
+        left.remove(ready[-1])
+    read = {p.name for b in region for p in b.proxy_args()}
+    outputs = [b.output for b in region if b.output.name not in read]
+    assert other != region and _topological(other) and len(outputs) == 2
+    assert structure_key(region, inputs_of(region), outputs) != structure_key(
+        other, inputs_of(other), outputs[::-1]
+    )
+    keys = []
+    for order, order_outputs in ((region, outputs), (other, outputs[::-1])):
+        ordered = canonical_order(order, order_outputs)
+        assert _topological(ordered) and sorted(map(id, ordered)) == sorted(map(id, region))
+        keys.append(structure_key(ordered, inputs_of(ordered), ordered_outputs(ordered, order_outputs)))
+    assert keys[0] == keys[1]
+
+
+class _StageOnTorch:
+    """A stage's inputs, outputs and prims, run by torch (nvFuser is not installed here)."""
+
+    def __init__(self, stage: Any):
+        self.inputs, self.outputs = stage.inputs, stage.outputs
+        self.run = operator_callable("stage_on_torch", stage.inputs, stage.region, stage.outputs)
+
+    def __call__(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        return list(self.run(*tensors))
+
+
+def test_a_region_run_in_its_stage_order_returns_its_own_order() -> None:
+    """One stage that orders the region's inputs and outputs otherwise than the region: the runner's
+    fast path maps them, and returns the region's results in the region's order."""
+
+    def fn(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (z.exp() * 3).sin(), x * 2 - y, y.tanh() + z
+
+    inputs = [torch.randn(4, 8) for _ in range(3)]
+    (runner,) = _runners(fn, *inputs)
+    assert runner._one_stage and (runner._input_order, runner._output_order) != (None, None)
+    runner.stages = [_StageOnTorch(runner.stages[0])]
+    region_on_torch = operator_callable("region_on_torch", runner.inputs, runner.region, runner.outputs)
+    expected = region_on_torch(*inputs)
+    for got, want in zip(runner(*inputs), expected, strict=True):
+        torch.testing.assert_close(got, want)

@@ -22,6 +22,7 @@ from thunder.core.fusion_fallback import PartiallyWrittenError, with_fallback
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.executors.nvfuser import kernel_db
+from thunder.executors.nvfuser.canonical_order import in_canonical_order
 from thunder.executors.nvfuser.stage_groups import (
     Group,
     inputs_of,
@@ -245,12 +246,19 @@ class FusionRunner:
             (i for i, s in enumerate(self.stages) if getattr(s, "writes", None)), len(self.stages)
         )
         only = self.stages[0] if len(self.stages) == 1 else None
-        self._one_stage = (  # the common case, on every call: no bookkeeping by name
+        # the common case, on every call: no bookkeeping by name, only the stage's own order of the
+        # region's inputs and outputs (``canonical_order``), None where it is the region's
+        self._one_stage = (
             only is not None
             and not self.copied
-            and [p.name for p in only.inputs] == [p.name for p in inputs]
-            and [p.name for p in only.outputs] == [p.name for p in outputs]
+            and sorted(p.name for p in only.inputs) == sorted(p.name for p in inputs)
+            and sorted(p.name for p in only.outputs) == sorted(p.name for p in outputs)
         )
+        self._input_order: tuple[int, ...] | None = None
+        self._output_order: tuple[int, ...] | None = None
+        if only is not None and self._one_stage:
+            self._input_order = _permutation([p.name for p in inputs], [p.name for p in only.inputs])
+            self._output_order = _permutation([p.name for p in only.outputs], [p.name for p in outputs])
 
     @property
     def definitions(self) -> dict[tuple, Any]:
@@ -258,7 +266,12 @@ class FusionRunner:
 
     def __call__(self, *tensors: torch.Tensor) -> tuple:
         if self._one_stage:
-            return tuple(self.stages[0](list(tensors)))
+            if self._input_order is not None:
+                tensors = tuple(tensors[i] for i in self._input_order)
+            results = self.stages[0](list(tensors))
+            if self._output_order is not None:
+                return tuple(results[i] for i in self._output_order)
+            return tuple(results)
         values = {p.name: t for p, t in zip(self.inputs, tensors)}
         for index, stage in enumerate(self.stages):
             try:
@@ -280,6 +293,14 @@ class FusionRunner:
                 [values[value.name] for value, _ in self.copied],
             )
         return tuple(values[p.name] for p in self.outputs)
+
+
+def _permutation(given: list[str], wanted: list[str]) -> tuple[int, ...] | None:
+    """Where each of ``wanted`` is in ``given`` (the same names), or None if they are in one order."""
+    if given == wanted:
+        return None
+    position = {name: i for i, name in enumerate(given)}
+    return tuple(position[name] for name in wanted)
 
 
 def _copy_all(destinations: list[torch.Tensor], values: list[torch.Tensor]) -> None:
@@ -343,6 +364,10 @@ def _stages_of(
             and writes_in_place(symbols, destination)
         ]
         if not own:
+            if kind == "fusion":
+                symbols, group_inputs, group_outputs = in_canonical_order(
+                    symbols, group_inputs, group_outputs
+                )
             stages.append(_STAGE_KINDS[kind](symbols, group_inputs, group_outputs))
             continue
         written.update(i for i, _ in own)
@@ -351,7 +376,8 @@ def _stages_of(
         kept = [p for p in group_outputs if p.name not in values or p.name in needed]
         known = {p.name for p in group_inputs}
         extra = [d for _, (_, d) in own if d.name not in known]
-        stages.append(FusionStage(symbols, [*group_inputs, *extra], kept, [w for _, w in own]))
+        symbols, ordered_inputs, kept = in_canonical_order(symbols, [*group_inputs, *extra], kept)
+        stages.append(FusionStage(symbols, ordered_inputs, kept, [w for _, w in own]))
     return stages, [w for i, w in enumerate(writes) if i not in written]
 
 
