@@ -56,6 +56,7 @@ __all__ = [
     "entry_key",
     "load_or_compile",
     "NotCacheable",
+    "write_atomically",
 ]
 
 CACHE_DIR_VARIABLE = "THUNDER_CACHE_DIR"
@@ -477,10 +478,16 @@ def _write(key: str, payload: bytes) -> None:
     """Write atomically: a reader sees a whole entry or none (concurrent writers write equal ones)."""
     path = _entry_path(key)
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_atomically(path, FORMAT + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """``data`` into ``path`` through a temporary file beside it, renamed into place: a reader sees
+    the old file or the whole new one, never a part."""
     descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
     try:
         with os.fdopen(descriptor, "wb") as file:
-            file.write(FORMAT + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+            file.write(data)
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -10,9 +10,9 @@ another's binary.
 
 So each process gets a folder of its own, seeded on its first compile from the shared one,
 ``<THUNDER_CACHE_DIR>/nvfuser/<nvFuser version>-sm<capability>``; ``$TMPDIR`` names it only while
-nvFuser compiles. At exit the kernels it added are copied into the shared folder under names of
-their content and appended to its table, under a file lock; the table is replaced at once, after the
-files it names exist. Nothing is used when the disk cache is off (``THUNDER_DISK_CACHE=0``) or when
+nvFuser compiles. At exit the kernels it added are copied into the shared folder under names made
+from their source and compile arguments and appended to its table, under a file lock; the table is
+replaced at once, after the files it names exist. Nothing is used when the disk cache is off (``THUNDER_DISK_CACHE=0``) or when
 the user set ``kernel_db`` in ``NVFUSER_ENABLE`` (then ``$TMPDIR`` is theirs). Any failure here
 means only that kernels are compiled again: a warning, never an error.
 """
@@ -190,15 +190,12 @@ def _is_file_of(folder: str, name: str) -> bool:
 
 
 def _write_table(folder: str, header: str, rows: dict[Any, tuple[str, ...]]) -> None:
-    temporary = os.path.join(folder, f".{_TABLE}.{os.getpid()}")
-    with open(temporary, "w") as file:
-        file.write("\n".join([header, *(",".join(row) for row in rows.values())]) + "\n")
-    os.replace(temporary, os.path.join(folder, _TABLE))
+    table = "\n".join([header, *(",".join(row) for row in rows.values())]) + "\n"
+    disk_cache.write_atomically(os.path.join(folder, _TABLE), table.encode())
 
 
 def _copy_atomically(source: str, destination: str) -> None:
     if os.path.exists(destination):  # named by source and arguments: the same bytes
         return
-    temporary = f"{destination}.{os.getpid()}"
-    shutil.copyfile(source, temporary)
-    os.replace(temporary, destination)
+    with open(source, "rb") as file:
+        disk_cache.write_atomically(destination, file.read())
