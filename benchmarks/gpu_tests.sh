@@ -6,7 +6,7 @@
 set -u
 source benchmarks/gpu_env.sh > /dev/null
 tests=(
-  tests/integration/{test_hf_training_gpu,test_backward_inside_jit,test_backward_memory,test_cuda_graphs}.py
+  tests/integration/{test_hf_training_gpu,test_backward_inside_jit,test_backward_memory,test_cuda_graphs,test_cuda_graph_pools}.py
   tests/integration/{test_hf_generation_gpu,test_decode_attention,test_cse,test_returned_values_of_updates}.py
   tests/integration/{test_reinplace,test_symbolic_shapes,test_gradients_dropped_before_the_step}.py
   tests/integration/{test_mutable_c_containers,test_requires_grad_parity,test_aliasing_of_returned_views}.py

@@ -16,7 +16,10 @@ program with the optimizer's update inside, with the same optimizer. ``thunder+g
 as two graphs, or the whole step as one).
 
 Per system: ms per step (mean of timed steps after warm-up, CUDA events), tokens/s, achieved
-TFLOP/s (6 x parameters + 12 x layers x sequence x width per token), peak memory, the wall time
+TFLOP/s (6 x parameters + 12 x layers x sequence x width per token), peak memory (allocated, and
+reserved by the caching allocator: a CUDA graph's pool is memory held whatever the allocated count
+says, which for a backward captured into its forward's pool no longer counts the activations the
+forward writes there on each replay), the wall time
 of the warm-up steps (first call: trace + compile + steps), and thunder's ratios to eager and to
 torch.compile. ``--profile`` also writes torch.profiler tables of thunder's and torch.compile's
 steps per workload (the top kernels by CUDA time, and the kernel time against the wall time per
@@ -64,6 +67,7 @@ class Row:
     tflops: float | None = None
     compile_s: float | None = None  # thunder's own part of the first steps: its last compile's stages
     error: str = ""
+    reserved_gib: float | None = None  # the caching allocator's peak reserve: with CUDA graphs, their pools
 
 
 _JITTED: list = []  # the thunder.jit objects of the row being measured, for their compile stats
@@ -91,8 +95,8 @@ def _sync(device: str) -> None:
 
 def _time(
     step: Callable[[], object], device: str, warmup: int, steps: int
-) -> tuple[float, float, float | None]:
-    """(ms per step, wall seconds of the warm-up steps, peak GiB)."""
+) -> tuple[float, float, float | None, float | None]:
+    """(ms per step, wall seconds of the warm-up steps, peak GiB allocated and reserved)."""
     if device == "cuda":
         gc.collect()  # what the previous system left in reference cycles (its graphs' pools) is not ours
         torch.cuda.empty_cache()
@@ -110,11 +114,12 @@ def _time(
             step()
         end.record()
         torch.cuda.synchronize()
-        return begin.elapsed_time(end) / steps, first_s, torch.cuda.max_memory_allocated() / 2**30
+        peak, reserved = torch.cuda.max_memory_allocated() / 2**30, torch.cuda.max_memory_reserved() / 2**30
+        return begin.elapsed_time(end) / steps, first_s, peak, reserved
     start = time.perf_counter()
     for _ in range(steps):
         step()
-    return (time.perf_counter() - start) * 1000 / steps, first_s, None
+    return (time.perf_counter() - start) * 1000 / steps, first_s, None, None
 
 
 def _runner(system: str, net: torch.nn.Module, args: argparse.Namespace) -> Callable:
@@ -179,10 +184,13 @@ def _training_rows(name: str, model: torch.nn.Module, shape: dict, args: argpars
         def step(run: Callable = run) -> None:
             run(idx, targets)
 
-        ms, first_s, peak = _time(step, args.device, args.warmup, args.steps)
+        ms, first_s, peak, reserved = _time(step, args.device, args.warmup, args.steps)
         tokens_per_s = batch * seq / (ms / 1000)
         flops = flops_per_token * tokens_per_s / 1e12
-        rows.append(Row(name, system, ms, first_s, peak, tokens_per_s, flops, _thunder_compile_seconds()))
+        compile_s = _thunder_compile_seconds()
+        rows.append(
+            Row(name, system, ms, first_s, peak, tokens_per_s, flops, compile_s, reserved_gib=reserved)
+        )
         if args.profile and system != "eager":
             _profile(f"{name}_{system}", step, args, key=(name, system))
         del run, step
@@ -204,10 +212,13 @@ def _mlp_eval_rows(args: argparse.Namespace) -> list[Row]:
                 run(x)
 
         calls = 200
-        ms, first_s, peak = _time(
+        ms, first_s, peak, reserved = _time(
             lambda: [call() for _ in range(calls)], args.device, args.warmup, args.steps
         )
-        rows.append(Row("mlp-eval", system, ms / calls, first_s, peak, compile_s=_thunder_compile_seconds()))
+        compile_s = _thunder_compile_seconds()
+        rows.append(
+            Row("mlp-eval", system, ms / calls, first_s, peak, compile_s=compile_s, reserved_gib=reserved)
+        )
     return rows
 
 
@@ -236,8 +247,9 @@ def _mlp_train_rows(args: argparse.Namespace) -> list[Row]:
             for _ in range(calls):
                 run(x, y)
 
-        ms, first_s, peak = _time(steps, args.device, args.warmup, args.steps)
-        rows.append(Row("mlp", system, ms / calls, first_s, peak, compile_s=_thunder_compile_seconds()))
+        ms, first_s, peak, reserved = _time(steps, args.device, args.warmup, args.steps)
+        compile_s = _thunder_compile_seconds()
+        rows.append(Row("mlp", system, ms / calls, first_s, peak, compile_s=compile_s, reserved_gib=reserved))
         del run
     return rows
 
@@ -342,14 +354,14 @@ def _print_table(rows: list[Row], args: argparse.Namespace, device: str) -> None
         f"\n## {device}, torch {torch.__version__}, {args.dtype}, warm-up {args.warmup}, timed {args.steps}"
     )
     print(
-        "| workload | system | ms/step | tokens/s | TFLOP/s | peak GiB | first steps (s) | of which thunder's "
-        "compile (s) | thunder/eager | thunder/compile |"
+        "| workload | system | ms/step | tokens/s | TFLOP/s | peak GiB | reserved GiB | first steps (s) | "
+        "of which thunder's compile (s) | thunder/eager | thunder/compile |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     by_key = {(r.workload, r.system): r for r in rows}
     for r in rows:
         if r.error:
-            print(f"| {r.workload} | {r.system} | failed: {r.error} ||||||||")
+            print(f"| {r.workload} | {r.system} | failed: {r.error} |||||||||")
             continue
         ratios = ["", ""]
         if r.system.startswith("thunder"):
@@ -359,7 +371,7 @@ def _print_table(rows: list[Row], args: argparse.Namespace, device: str) -> None
         unit_ms = f"{r.ms:.3f}" if not r.workload.startswith("mlp") else f"{r.ms * 1000:.1f} us"
         print(
             f"| {r.workload} | {r.system} | {unit_ms} | {_fmt(r.tokens_per_s, '.0f')} | {_fmt(r.tflops, '.1f')} | "
-            f"{_fmt(r.peak_gib, '.2f')} | {r.first_s:.2f} | {_fmt(r.compile_s, '.2f')} | {ratios[0]} | {ratios[1]} |"
+            f"{_fmt(r.peak_gib, '.2f')} | {_fmt(r.reserved_gib, '.2f')} | {r.first_s:.2f} | {_fmt(r.compile_s, '.2f')} | {ratios[0]} | {ratios[1]} |"
         )
 
 

@@ -25,6 +25,13 @@ How inputs and outputs are handled (the graph reads and writes fixed addresses):
 - An input that is a lent output of a graph (the forward's saved activations, read by the backward)
   is read where it is, like a parameter, not copied into the graph's buffers: its address is part of
   the key.
+- A training step's two graphs share one memory pool, as eager's backward reuses what the forward
+  leaves: the backward's first capture takes over the forward graph's saved activations (only the
+  backward reads them) and frees each at its last use, so its own buffers (and the gradients) reuse
+  their memory. The forward then writes where the backward's lent gradients lie: before it replays,
+  those still held (``.grad`` accumulated over several forwards) are moved out, or where they cannot
+  move the pair is retired. A backward under ``retain_graph=True`` runs without that graph, whose
+  replay would overwrite the activations the next backward reads.
 - Programs that cannot be captured (CPU tensors, a synchronizing call like ``.item()``) run
   without a graph, after one ``CudaGraphWarning`` naming the reason.
 
@@ -41,12 +48,15 @@ from __future__ import annotations
 import operator
 import threading
 import warnings
+import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from thunder.core.autograd_function import _keeps_graph
 
 __all__ = ["CudaGraphWarning", "GraphedFunction", "with_cuda_graphs", "mutated_inputs"]
 
@@ -66,6 +76,21 @@ CAN_MOVE_HELD_OUTPUTS = hasattr(torch.UntypedStorage, "_swap_data_ptr_")
 _LEND_MIN_BYTES = 1 << 20
 # Graphs dropped while outputs they lent are still held: kept until those are dropped (their memory).
 _OUTLIVING: list[_Captured] = []
+# The saved activations forward graphs still own and may hand to their backward's capture
+# (``_Captured.handoff``), by ``_handoff_key``: the forward's graph, weakly.
+_HANDOFF: dict[tuple, weakref.ref[_Captured]] = {}
+
+
+class _LentTensor(NamedTuple):
+    """Where a lent output lies in its group's storage (the static tensor itself may be handed to a
+    backward's capture, ``_Captured.hand_over``, so only its layout is kept)."""
+
+    position: int  # the output's position
+    group: int  # its storage among the lent ones
+    dtype: torch.dtype
+    offset: int
+    shape: torch.Size
+    stride: tuple[int, ...]
 
 
 class _LentOutputs:
@@ -82,7 +107,7 @@ class _LentOutputs:
     def __init__(self, outputs: list[Any], lendable: list[int]):
         groups: dict[int, int] = {}  # storage address -> group
         self.storages: list[tuple[int, int, torch.device]] = []  # per group: address, bytes, device
-        self.tensors: list[tuple[int, int, torch.Tensor]] = []  # output index, group, static output
+        self.tensors: list[_LentTensor] = []
         for index in lendable:
             static = outputs[index]
             storage = static.untyped_storage()
@@ -90,30 +115,29 @@ class _LentOutputs:
             if address not in groups:
                 groups[address] = len(self.storages)
                 self.storages.append((address, storage.nbytes(), static.device))
-            self.tensors.append((index, groups[address], static))
+            layout = (static.dtype, static.storage_offset(), static.shape, static.stride())
+            self.tensors.append(_LentTensor(index, groups[address], *layout))
         self.lent: list[StorageWeakRef] = []  # the last replay's lent storages
         self.addresses: list[int] = []  # and their tensors' addresses, in _LENT_ADDRESSES
 
     def lend(self, results: list[Any]) -> None:
         """Put tensors aliasing the static outputs into ``results``, in place of the static outputs."""
         storages = [torch._C._construct_storage_from_data_pointer(a, d, n) for a, n, d in self.storages]
-        for index, group, static in self.tensors:
-            lent = torch.empty((), dtype=static.dtype, device=static.device)
-            results[index] = lent.set_(
-                storages[group], static.storage_offset(), static.shape, static.stride()
-            )
+        for t in self.tensors:
+            lent = torch.empty((), dtype=t.dtype, device=self.storages[t.group][2])
+            results[t.position] = lent.set_(storages[t.group], t.offset, t.shape, t.stride)
         self.lent = [StorageWeakRef(storage) for storage in storages]
-        self.addresses = [results[index].data_ptr() for index, _, _ in self.tensors]
-        for address, ref in zip(self.addresses, (self.lent[group] for _, group, _ in self.tensors)):
-            _LENT_ADDRESSES[address] = ref
+        self.addresses = [results[t.position].data_ptr() for t in self.tensors]
+        for address, t in zip(self.addresses, self.tensors):
+            _LENT_ADDRESSES[address] = self.lent[t.group]
 
     def held(self) -> bool:
         """Whether the caller still holds an output of the last replay (or a view of one)."""
         return not all(ref.expired() for ref in self.lent)
 
-    def held_tensors(self) -> list[torch.Tensor]:
-        """The static outputs whose lent storage is still referenced (for messages)."""
-        return [static for _, group, static in self.tensors if not self.lent[group].expired()]
+    def held_tensors(self) -> list[str]:
+        """The outputs whose lent storage is still referenced, described (for messages)."""
+        return [_describe(t) for t in self.tensors if not self.lent[t.group].expired()]
 
     def take_back(self) -> None:
         """Give every lent storage still referenced memory of its own, before the buffers are written
@@ -129,8 +153,10 @@ class _LentOutputs:
         self.release()
 
     def release(self) -> None:
-        for address in self.addresses:
-            _LENT_ADDRESSES.pop(address, None)
+        """Forget the last replay's lent storages (an address another graph lends since stays its)."""
+        for address, t in zip(self.addresses, self.tensors):
+            if _LENT_ADDRESSES.get(address) is self.lent[t.group]:
+                del _LENT_ADDRESSES[address]
         self.lent, self.addresses = [], []
 
 
@@ -145,6 +171,7 @@ class _Captured:
         spec: Any,
         copied: list[int],
         lends: bool = True,
+        saved: tuple[list, list] = ([], []),
     ):
         self.graph, self.outputs, self.spec = graph, outputs, spec
         self.copied = [(i, static_inputs[i]) for i in copied]  # the graph's own buffers, filled per replay
@@ -166,6 +193,25 @@ class _Captured:
                 else:
                     lendable.append(i)
         self.lent = _LentOutputs(outputs, lendable)
+        # saved activations the backward's capture may take over (``hand_over``): handoff key -> index
+        self.handoff = _handoff(outputs, self.lent, saved)
+        for key in self.handoff:
+            _HANDOFF[key] = weakref.ref(self)
+        # the backward captured into this graph's pool: its function and graph, whose lent outputs
+        # (gradients) lie where this graph writes (``GraphedFunction._reclaim_from_partner``)
+        self.partner: tuple[GraphedFunction, _Captured] | None = None
+        self.shares_pool = False  # a backward's graph: captured into its forward's pool
+
+    def hand_over(self) -> list[torch.Tensor]:
+        """The saved activations this graph owns, for the backward's capture to free at their last
+        use; this graph no longer holds them (it still lends them after each replay)."""
+        owned = []
+        for key, index in self.handoff.items():
+            owned.append(self.outputs[index])
+            self.outputs[index] = None
+            _HANDOFF.pop(key, None)
+        self.handoff = {}
+        return owned
 
     def replay(self, args: tuple) -> Any:
         for index, static in self.copied:
@@ -183,6 +229,8 @@ class _Captured:
         # the graph's memory pool is freed with it: what the caller still holds must move out first,
         # or (where it cannot move) the graph outlives this object until the caller drops it
         try:
+            for key in self.handoff:
+                _HANDOFF.pop(key, None)
             if CAN_MOVE_HELD_OUTPUTS or not self.lent.held():
                 self.lent.take_back() if CAN_MOVE_HELD_OUTPUTS else self.lent.release()
             else:
@@ -191,28 +239,84 @@ class _Captured:
             pass
 
 
-def _describe(tensor: torch.Tensor) -> str:
+def _handoff_key(tensor: torch.Tensor) -> tuple:
+    return (tensor.data_ptr(), tensor.dtype, tensor.shape, tensor.stride())
+
+
+def _handoff(outputs: list[Any], lent: _LentOutputs, saved: tuple[list, list]) -> dict[tuple, int]:
+    """The lent outputs among the forward's saved activations that only its backward reads
+    (``saved``: those and the forward's other outputs), with no storage in common with an output the
+    caller gets: handoff key -> output index."""
+    activations, returned = ({id(t) for t in part} for part in saved)  # alive here: their ids are theirs
+    shared = {
+        t.group
+        for t in lent.tensors
+        if id(outputs[t.position]) not in activations or id(outputs[t.position]) in returned
+    }
+    return {_handoff_key(outputs[t.position]): t.position for t in lent.tensors if t.group not in shared}
+
+
+def _forward_to_share_with(args: tuple) -> _Captured | None:
+    """The forward graph whose saved activations are among ``args``, all of them, if a capture may take
+    them over: the backward of that forward's last replay, the first to be captured."""
+    found: _Captured | None = None
+    keys = set()
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            key = _handoff_key(arg)
+            ref = _HANDOFF.get(key)
+            captured = ref() if ref is not None else None
+            if captured is None:
+                continue
+            if found is not None and captured is not found:
+                return None  # the activations of two forwards
+            found = captured
+            keys.add(key)
+    if found is None or found.partner is not None or not keys.issuperset(found.handoff):
+        return None
+    return found
+
+
+def _describe(tensor: torch.Tensor | _LentTensor) -> str:
     return f"{'x'.join(map(str, tensor.shape)) or 'scalar'} {tensor.dtype}"
 
 
 def _drop_outliving() -> None:
-    """Free the graphs kept only for outputs they lent, once the caller dropped those."""
-    _OUTLIVING[:] = [captured for captured in _OUTLIVING if captured.lent.held()]
+    """Free the graphs kept only for outputs they lent, once the caller dropped those (their
+    ``__del__`` does not run again: a finalizer runs once, and it ran when they were kept)."""
+    dropped = [captured for captured in _OUTLIVING if not captured.lent.held()]
+    if dropped:
+        _OUTLIVING[:] = [captured for captured in _OUTLIVING if captured.lent.held()]
+        for captured in dropped:
+            captured.lent.release()
 
 
 class GraphedFunction:
     """``fn`` (a compiled computation) replayed as a CUDA graph, one per input layout."""
 
     def __init__(
-        self, fn: Callable, name: str = "computation", mutated: frozenset = frozenset(), arg_names: tuple = ()
+        self,
+        fn: Callable,
+        name: str = "computation",
+        mutated: frozenset = frozenset(),
+        arg_names: tuple = (),
+        takes_list: bool = False,
+        saved_activations: tuple[int, ...] = (),
     ):
         self.fn, self.name, self.mutated = fn, name, mutated
+        # a backward: ``fn`` takes its inputs as one list, which it empties (``Trace.takes_argument_list``),
+        # so that a capture frees each at its last use; its first capture shares its forward's pool
+        self.takes_list = takes_list
+        # a training forward (``fn`` returns ``(output, saved)``): the positions in ``saved`` of the
+        # activations only the backward reads, which its capture may take over (``_Captured.hand_over``)
+        self.saved_activations = saved_activations
         self.arg_names = arg_names  # the trace's names of the inputs, for messages
         self.plan: _InputPlan | None = None  # how each input position is handled, from the first call
         self.graphs: dict[tuple, _Captured] = {}
         self.refused: str | None = None  # why graphs are not used, once that is known
         self._last: tuple[tuple, _Captured] | None = None  # the last call's key and graph
         self._ran: set[tuple] = set()  # keys called once, not yet captured
+        self._warmed = False  # whether ``fn`` ran without a graph once (its kernels compiled)
         self._lending: _Captured | None = None  # the graph whose outputs were lent last
         self.lends = True  # whether captures lend their outputs (``_take_back``)
         self.copies_outputs_because: str | None = None  # why not, where it stopped
@@ -221,9 +325,13 @@ class GraphedFunction:
         # (``prologue.TensorChecks.covered``): (version, positions), or None when it did not
         self.checked_strides: Callable[[], tuple[int, tuple[int, ...]] | None] | None = None
 
+    def _run(self, args: tuple) -> Any:
+        """``fn`` on ``args``, without a graph."""
+        return self.fn(list(args)) if self.takes_list else self.fn(*args)
+
     def __call__(self, *args: Any) -> Any:
         if self.refused is not None:
-            return self.fn(*args)
+            return self._run(args)
         if self._lending is not None:  # before the key: an input may be a lent output that moves
             self._take_back(self._lending)
             self._lending = None
@@ -236,26 +344,61 @@ class GraphedFunction:
             reason = _unsupported(args, self.arg_names)
             if reason is not None:
                 self._refuse(reason)
-                return self.fn(*args)
+                return self._run(args)
             with self._lock:
                 captured = self.graphs.get(key)
-                if captured is None and key not in self._ran:  # a first call: no graph yet
+                forward = self._forward_to_share_with(args) if captured is None else None
+                if (
+                    captured is None and key not in self._ran and forward is None
+                ):  # a first call: no graph yet
                     if len(self._ran) >= _MAX_WAITING_KEYS:  # layouts seen once each (inputs at new
                         self._ran.clear()  # addresses every call) would grow it without bound
                     self._ran.add(key)
-                    return self.fn(*args)
+                    self._warmed = True
+                    return self._run(args)
                 if captured is None:
                     self._ran.discard(key)
                     try:
-                        captured = self._capture(args)
+                        captured = self._capture(args, forward)
                     except Exception as error:  # noqa: BLE001 -- any capture failure runs without a graph
                         torch.cuda.synchronize()
                         self._refuse(f"capturing failed: {type(error).__name__}: {error}")
-                        return self.fn(*args)
+                        return self._run(args)
                     self.graphs[key] = captured
+        if captured.shares_pool and _keeps_graph():
+            return self._run(args)  # a replay would reuse the activations' memory a later backward reads
+        if captured.partner is not None and not self._reclaim_from_partner(captured, key):
+            return self._run(args)
         self._last = (key, captured)
         self._lending = captured
         return captured.replay(args)
+
+    def _reclaim_from_partner(self, captured: _Captured, key: tuple) -> bool:
+        """Before a forward graph replays into the pool it shares with its backward's graph: move what
+        the caller holds of the backward's outputs (gradients) out of it. Where storages cannot move
+        (torch before 2.12) and some are held (gradients accumulated over several forwards), the pair
+        is retired, kept until those are dropped; this call runs without a graph, and the backward
+        copies its outputs from then on, so that a new pair shares a pool again."""
+        backward, partner = captured.partner  # type: ignore[misc]
+        if CAN_MOVE_HELD_OUTPUTS:
+            partner.lent.take_back()
+            return True
+        if not partner.lent.held():
+            partner.lent.release()
+            return True
+        held = ", ".join(partner.lent.held_tensors())
+        backward.lends = False
+        backward.copies_outputs_because = (
+            f"outputs of its graph were still held when its forward was called again ({held}), and "
+            "torch before 2.12 cannot move them out of the pool the two graphs share"
+        )
+        backward._drop(partner)
+        if backward._lending is partner:
+            backward._lending = None
+        _OUTLIVING.append(partner)
+        self._drop(captured)
+        self._ran.add(key)  # the next call captures again
+        return False
 
     def _take_back(self, captured: _Captured) -> None:
         """Make the last replay's buffers writable again: move what the caller holds of its outputs out
@@ -267,21 +410,37 @@ class GraphedFunction:
             captured.lent.release()
         else:
             self.lends = False
-            self.graphs = {key: c for key, c in self.graphs.items() if c is not captured}
-            self._last = None
+            self._drop(captured)
             _OUTLIVING.append(captured)
-            held = ", ".join(_describe(t) for t in captured.lent.held_tensors())
+            if captured.partner is not None:  # its backward's graph reads activations it will not write again
+                backward, partner = captured.partner
+                backward._drop(partner)
+            held = ", ".join(captured.lent.held_tensors())
             self.copies_outputs_because = (
                 f"outputs of the last replay were still held when it was called again ({held}), and "
                 "torch before 2.12 cannot move them out of the graph's memory"
             )
+
+    def _drop(self, captured: _Captured) -> None:
+        """Replay ``captured`` no more (its outputs the caller holds are still taken back, or it is kept
+        in ``_OUTLIVING`` for them)."""
+        self.graphs = {key: c for key, c in self.graphs.items() if c is not captured}
+        self._last = None
 
     def key(self, args: tuple) -> tuple:
         """What picks the graph for a call: its inputs' layout beyond what the prologue checked."""
         checked = self.checked_strides() if self.checked_strides is not None else None
         return self._plan(args).key(args, checked)
 
-    def _capture(self, args: tuple) -> _Captured:
+    def _forward_to_share_with(self, args: tuple) -> _Captured | None:
+        """For a backward that ran before (its kernels compiled): the forward graph whose activations
+        ``args`` hold, if this call's capture may take them over. Such a call captures at once: a run
+        without a graph would keep the activations through the whole backward, the peak of memory."""
+        if not (self.takes_list and self._warmed and _HANDOFF) or _keeps_graph():
+            return None
+        return _forward_to_share_with(args)
+
+    def _capture(self, args: tuple, forward: _Captured | None = None) -> _Captured:
         # the call before this one with the same key ran the program without a graph: that was the
         # warm-up (kernels compiled, libraries initialized), so the capture needs no run of its own
         copied = self._plan(args).copied_now(args)
@@ -289,10 +448,40 @@ class GraphedFunction:
         for index in copied:
             static_inputs[index] = _buffer_like(args[index])
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            result = self.fn(*static_inputs)
+        if self.takes_list:
+            inputs = list(static_inputs)
+            pool = None
+            if forward is not None:  # its activations: owned by this list alone, freed at their last use
+                pool = forward.graph.pool()
+                owned = {_handoff_key(t): t for t in forward.hand_over()}
+                inputs = [owned.get(_handoff_key(a), a) if isinstance(a, torch.Tensor) else a for a in inputs]
+                del owned
+                # no longer inputs of the graph: outputs may reuse their memory, and are lent all the same
+                static_inputs = [s if s is i else None for s, i in zip(static_inputs, inputs)]
+            with torch.cuda.graph(graph, pool=pool):
+                result = self.fn(inputs)
+            del inputs
+        else:
+            with torch.cuda.graph(graph):
+                result = self.fn(*static_inputs)
         outputs, spec = tree_flatten(result)
-        return _Captured(graph, static_inputs, outputs, spec, copied, self.lends)
+        saved = self._saved_parts(result)
+        captured = _Captured(graph, static_inputs, outputs, spec, copied, self.lends, saved)
+        if forward is not None:
+            captured.shares_pool = True
+            forward.partner = (self, captured)
+            # the memory the pair's runs without a graph left cached (their activations, the warm-up's)
+            # now runs in the pool, which cannot reuse it: given back once, not held beside the pool
+            torch.cuda.empty_cache()
+        return captured
+
+    def _saved_parts(self, result: Any) -> tuple[list, list]:
+        """A training forward's result ``(output, saved)``: the saved activations only the backward
+        reads, and the outputs the caller gets (``_handoff``)."""
+        if not self.saved_activations:
+            return [], []
+        output, saved = result
+        return [saved[i] for i in self.saved_activations], tree_flatten(output)[0]
 
     def _plan(self, args: tuple) -> _InputPlan:
         if self.plan is None:
@@ -309,17 +498,27 @@ class GraphedFunction:
             )
 
 
-def with_cuda_graphs(fn: Callable, enabled: bool, name: str = "computation", trace: Any = None) -> Callable:
+def with_cuda_graphs(
+    fn: Callable,
+    enabled: bool,
+    name: str = "computation",
+    trace: Any = None,
+    saved_activations: tuple[int, ...] = (),
+) -> Callable:
     """``fn`` replayed as CUDA graphs when ``enabled`` (the ``cuda_graphs`` option), else ``fn``.
 
-    ``trace``: the execution trace ``fn`` was made from, which says which inputs it updates in place.
+    ``trace``: the execution trace ``fn`` was made from, which says which inputs it updates in place,
+    and whether ``fn`` takes its inputs as one list (a backward). ``saved_activations``: for a
+    training forward, the positions among its saved values of those only its backward reads.
     """
     if not enabled:
         return fn
     if trace is None:
-        return GraphedFunction(fn, name)
+        return GraphedFunction(fn, name, saved_activations=saved_activations)
     names = tuple(getattr(a, "name", f"input {i}") for i, a in enumerate(trace.args))
-    return GraphedFunction(fn, name, mutated_inputs(trace), names)
+    return GraphedFunction(
+        fn, name, mutated_inputs(trace), names, trace.takes_argument_list, saved_activations
+    )
 
 
 def mutated_inputs(trace: Any) -> frozenset:

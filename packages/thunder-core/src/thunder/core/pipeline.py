@@ -318,9 +318,10 @@ def transform_with_autograd(
     unsynchronized = split
     for transform in compile_transforms(compile_data.transforms):  # data parallelism (thunder.distributed)
         split = transform.transform_split(split)
-    # Without CUDA graphs the backward takes its saved tensors in a list it empties, so that each
-    # is freed at its last use instead of at the end of the backward (autograd_function.py).
-    split.backward.takes_argument_list = not _uses_cuda_graphs(compile_data)
+    # The backward takes its saved tensors in a list it empties, so that each is freed at its last use
+    # instead of at the end of the backward (autograd_function.py); with CUDA graphs, inside the
+    # backward's capture (cuda_graphs.py: it shares the forward's pool).
+    split.backward.takes_argument_list = True
     forward_traces = traces + compile_computation(split.forward, compile_data, stats, stage_prefix="forward ")
     backward_traces = compile_computation(split.backward, compile_data, stats, stage_prefix="backward ")
     plan = AutogradPlan(
@@ -339,13 +340,15 @@ def link(transformed: TransformedComputation, compile_data: CompileData) -> Call
     final = transformed.computation_traces[-1]
     if transformed.autograd is None:
         return with_cuda_graphs(final.python_callable(), graphs, trace=final)
-    backward = transformed.backward_traces[-1].python_callable()
+    backward_trace = transformed.backward_traces[-1]
+    backward = backward_trace.python_callable()
     if transformed.no_sync_backward is not None:
         backward = backward_choosing_sync(backward, transformed.no_sync_backward.python_callable())
-    if graphs:
-        backward = _taking_argument_list(with_cuda_graphs(backward, graphs, "backward"))
-    forward = with_cuda_graphs(final.python_callable(), graphs, "forward", final)
     plan = transformed.autograd
+    if graphs:
+        backward = _taking_argument_list(with_cuda_graphs(backward, graphs, "backward", backward_trace))
+    activations = tuple(sorted(plan.saved_tensors - plan.saved_inputs_and_outputs))
+    forward = with_cuda_graphs(final.python_callable(), graphs, "forward", final, activations)
     return differentiable_callable(
         forward,
         backward,
