@@ -36,10 +36,10 @@ def _model() -> torch.nn.Sequential:  # activations of 2-8 MiB at batch 512: len
 def _pair(jitted: object) -> tuple[GraphedFunction, GraphedFunction]:
     """A training computation's forward and backward graphs (inside its autograd glue's closures)."""
     computation = jitted._thunder_jitted._cache[-1].computation  # type: ignore[attr-defined]
-    pair = next(c.cell_contents for c in computation.__closure__ if isinstance(c.cell_contents, _CompiledPair))
-    backward = next(
-        c.cell_contents for c in pair.backward.__closure__ if isinstance(c.cell_contents, GraphedFunction)
+    pair = next(
+        c.cell_contents for c in computation.__closure__ if isinstance(c.cell_contents, _CompiledPair)
     )
+    backward = pair.backward.__self__  # GraphedFunction.call_with_list
     assert isinstance(pair.forward, GraphedFunction)
     return pair.forward, backward
 

@@ -345,8 +345,6 @@ def _graphed_pair(jitted: object) -> tuple[GraphedFunction, GraphedFunction]:
     pair = next(
         c.cell_contents for c in computation.__closure__ if isinstance(c.cell_contents, _CompiledPair)
     )
-    backward = next(
-        c.cell_contents for c in pair.backward.__closure__ if isinstance(c.cell_contents, GraphedFunction)
-    )
+    backward = pair.backward.__self__  # GraphedFunction.call_with_list
     assert isinstance(pair.forward, GraphedFunction)
     return pair.forward, backward

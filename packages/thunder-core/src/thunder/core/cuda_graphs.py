@@ -40,7 +40,9 @@ lazily initialized libraries settle); the second call with that layout captures 
 stream, and replays it. A program that runs once (a training step's first call, which creates the
 optimizer's state) is never captured: a graph keeps its memory pool for as long as it lives, and a
 capture's warm-up run needed scratch copies of every input written in place (a whole training
-step's parameters and optimizer state, twice the memory of the model at the peak).
+step's parameters and optimizer state, twice the memory of the model at the peak). A backward that
+ran once already captures at once when it first meets a forward graph's activations: a run without a
+graph would hold them all through that backward.
 """
 
 from __future__ import annotations
@@ -330,8 +332,24 @@ class GraphedFunction:
         return self.fn(list(args)) if self.takes_list else self.fn(*args)
 
     def __call__(self, *args: Any) -> Any:
+        captured = self._graph_for(args)
+        return self._run(args) if captured is None else captured.replay(args)
+
+    def call_with_list(self, arguments: list) -> Any:
+        """A backward's call as ``ThunderFunction`` makes it: its inputs in a list, which is emptied, so
+        that without a graph (the warm-up, a refusal) ``fn`` frees each at its last use too."""
+        args = tuple(arguments)
+        captured = self._graph_for(args)
+        if captured is None:
+            del args
+            return self.fn(arguments) if self.takes_list else self.fn(*arguments)
+        arguments.clear()
+        return captured.replay(args)
+
+    def _graph_for(self, args: tuple) -> _Captured | None:
+        """The graph to replay for ``args`` (captured now if its time has come), or None to run ``fn``."""
         if self.refused is not None:
-            return self._run(args)
+            return None
         if self._lending is not None:  # before the key: an input may be a lent output that moves
             self._take_back(self._lending)
             self._lending = None
@@ -344,7 +362,7 @@ class GraphedFunction:
             reason = _unsupported(args, self.arg_names)
             if reason is not None:
                 self._refuse(reason)
-                return self._run(args)
+                return None
             with self._lock:
                 captured = self.graphs.get(key)
                 forward = self._forward_to_share_with(args) if captured is None else None
@@ -355,7 +373,7 @@ class GraphedFunction:
                         self._ran.clear()  # addresses every call) would grow it without bound
                     self._ran.add(key)
                     self._warmed = True
-                    return self._run(args)
+                    return None
                 if captured is None:
                     self._ran.discard(key)
                     try:
@@ -363,15 +381,15 @@ class GraphedFunction:
                     except Exception as error:  # noqa: BLE001 -- any capture failure runs without a graph
                         torch.cuda.synchronize()
                         self._refuse(f"capturing failed: {type(error).__name__}: {error}")
-                        return self._run(args)
+                        return None
                     self.graphs[key] = captured
         if captured.shares_pool and _keeps_graph():
-            return self._run(args)  # a replay would reuse the activations' memory a later backward reads
+            return None  # a replay would reuse the activations' memory a later backward reads
         if captured.partner is not None and not self._reclaim_from_partner(captured, key):
-            return self._run(args)
+            return None
         self._last = (key, captured)
         self._lending = captured
-        return captured.replay(args)
+        return captured
 
     def _reclaim_from_partner(self, captured: _Captured, key: tuple) -> bool:
         """Before a forward graph replays into the pool it shares with its backward's graph: move what

@@ -346,7 +346,9 @@ def link(transformed: TransformedComputation, compile_data: CompileData) -> Call
         backward = backward_choosing_sync(backward, transformed.no_sync_backward.python_callable())
     plan = transformed.autograd
     if graphs:
-        backward = _taking_argument_list(with_cuda_graphs(backward, graphs, "backward", backward_trace))
+        graphed = with_cuda_graphs(backward, graphs, "backward", backward_trace)
+        assert isinstance(graphed, GraphedFunction)
+        backward = graphed.call_with_list  # ThunderFunction passes a list
     activations = tuple(sorted(plan.saved_tensors - plan.saved_inputs_and_outputs))
     forward = with_cuda_graphs(final.python_callable(), graphs, "forward", final, activations)
     return differentiable_callable(
@@ -597,17 +599,6 @@ def _saved_inputs_and_outputs(split: Any) -> frozenset[int]:
     names = {p.name for p in split.forward.args if isinstance(p, TensorProxy)}
     names.update(p.name for p in tree_flatten(split.forward.output[0])[0] if isinstance(p, TensorProxy))
     return frozenset(i for i, p in enumerate(split.saved) if isinstance(p, TensorProxy) and p.name in names)
-
-
-def _taking_argument_list(backward: Callable) -> Callable:
-    """``backward`` (which takes its inputs one by one) called the way ThunderFunction calls: with a list."""
-
-    def run(arguments: list) -> Any:
-        inputs = tuple(arguments)
-        arguments.clear()
-        return backward(*inputs)
-
-    return run
 
 
 def _no_sync_backward(backward: Trace, unsynchronized: Any, compile_data: CompileData) -> Trace | None:
