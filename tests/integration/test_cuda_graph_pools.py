@@ -15,10 +15,10 @@ import warnings
 
 import pytest
 import torch
+from cuda_graph_helpers import graphed_pair  # this folder's helper (conftest.py puts it on sys.path)
 
 import thunder
-from thunder.core.autograd_function import _CompiledPair
-from thunder.core.cuda_graphs import CAN_MOVE_HELD_OUTPUTS, CudaGraphWarning, GraphedFunction
+from thunder.core.cuda_graphs import CAN_MOVE_HELD_OUTPUTS, CudaGraphWarning
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
 
@@ -31,17 +31,6 @@ def _model() -> torch.nn.Sequential:  # activations of 2-8 MiB at batch 512: len
         torch.nn.Tanh(),
         torch.nn.Linear(1024, 4096),
     )
-
-
-def _pair(jitted: object) -> tuple[GraphedFunction, GraphedFunction]:
-    """A training computation's forward and backward graphs (inside its autograd glue's closures)."""
-    computation = jitted._thunder_jitted._cache[-1].computation  # type: ignore[attr-defined]
-    pair = next(
-        c.cell_contents for c in computation.__closure__ if isinstance(c.cell_contents, _CompiledPair)
-    )
-    backward = pair.backward.__self__  # GraphedFunction.call_with_list
-    assert isinstance(pair.forward, GraphedFunction)
-    return pair.forward, backward
 
 
 def _models() -> tuple[torch.nn.Module, torch.nn.Module, torch.nn.Module]:
@@ -68,7 +57,7 @@ def test_the_backward_graph_takes_over_the_forwards_activations() -> None:
                 net.zero_grad(set_to_none=True)
                 net(x).square().mean().backward()
             _assert_same_gradients(model, reference)
-    forward, backward = _pair(jmodel)
+    forward, backward = graphed_pair(jmodel)
     (forward_graph,) = forward.graphs.values()
     (backward_graph,) = backward.graphs.values()
     assert backward_graph.shares_pool and forward_graph.partner == (backward, backward_graph)
@@ -93,7 +82,7 @@ def test_gradients_accumulated_over_several_forwards_match_eager() -> None:
         _assert_same_gradients(model, reference)
         optimizer.step()
         reference_optimizer.step()
-    forward, backward = _pair(jmodel)
+    forward, backward = graphed_pair(jmodel)
     if not CAN_MOVE_HELD_OUTPUTS:
         assert "share" in str(backward.copies_outputs_because)
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from cuda_graph_helpers import graphed_pair  # this folder's helper (conftest.py puts it on sys.path)
 
 import thunder
 from thunder.core.cuda_graphs import CAN_MOVE_HELD_OUTPUTS, CudaGraphWarning, GraphedFunction
@@ -328,23 +329,10 @@ def test_the_backward_reads_the_forwards_lent_activations_in_place() -> None:
                 net(x).square().mean().backward()
             for ours, eager in zip(model.parameters(), reference.parameters()):
                 torch.testing.assert_close(ours.grad, eager.grad, atol=1e-5, rtol=1e-4)
-    forward, backward = _graphed_pair(jmodel)
+    forward, backward = graphed_pair(jmodel)
     assert len(forward.graphs) == 1 and len(backward.graphs) == 1 and forward.lends
     (forward_graph,) = forward.graphs.values()
     (backward_graph,) = backward.graphs.values()
     assert forward_graph.lent.tensors  # activations are lent to autograd's saved tensors ...
     # ... and the backward reads them in place: it copies in only the input x and the output's gradient
     assert len(backward_graph.copied) <= 2, [tuple(buffer.shape) for _, buffer in backward_graph.copied]
-
-
-def _graphed_pair(jitted: object) -> tuple[GraphedFunction, GraphedFunction]:
-    """A training computation's forward and backward graphs (inside its autograd glue's closures)."""
-    from thunder.core.autograd_function import _CompiledPair
-
-    computation = jitted._thunder_jitted._cache[-1].computation  # type: ignore[attr-defined]
-    pair = next(
-        c.cell_contents for c in computation.__closure__ if isinstance(c.cell_contents, _CompiledPair)
-    )
-    backward = pair.backward.__self__  # GraphedFunction.call_with_list
-    assert isinstance(pair.forward, GraphedFunction)
-    return pair.forward, backward
