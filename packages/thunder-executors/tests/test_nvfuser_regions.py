@@ -300,8 +300,9 @@ def test_a_region_run_in_its_stage_order_returns_its_own_order() -> None:
 
     inputs = [torch.randn(4, 8) for _ in range(3)]
     (runner,) = _runners(fn, *inputs)
+    (stage,) = runner.stages  # planned on first use
     assert runner._one_stage and (runner._input_order, runner._output_order) != (None, None)
-    runner.stages = [_StageOnTorch(runner.stages[0])]
+    runner._stages = [_StageOnTorch(stage)]
     region_on_torch = operator_callable("region_on_torch", runner.inputs, runner.region, runner.outputs)
     expected = region_on_torch(*inputs)
     for got, want in zip(runner(*inputs), expected, strict=True):

@@ -240,17 +240,33 @@ class FusionRunner:
     ):
         self.region, self.inputs, self.outputs = region, inputs, outputs
         self.writes = list(writes)
-        self.stages, self.copied = _stages(region, inputs, outputs, self.writes)
+        # planned on first use (``_plan``): a region that ``write_inputs`` replaces by one writing its
+        # copy-backs (most of a whole training step's) is then never planned for nothing
+        self._stages: list[Any] | None = None
+
+    @property
+    def stages(self) -> list[Any]:
+        return self._plan() if self._stages is None else self._stages
+
+    @property
+    def copied(self) -> list[tuple[TensorProxy, TensorProxy]]:
+        if self._stages is None:
+            self._plan()
+        return self._copied
+
+    def _plan(self) -> list[Any]:
+        inputs, outputs = self.inputs, self.outputs
+        stages, self._copied = _stages(self.region, inputs, outputs, self.writes)
         # the first stage that writes inputs in place: a later one's failure cannot fall back
         self._first_writer = next(
-            (i for i, s in enumerate(self.stages) if getattr(s, "writes", None)), len(self.stages)
+            (i for i, s in enumerate(stages) if getattr(s, "writes", None)), len(stages)
         )
-        only = self.stages[0] if len(self.stages) == 1 else None
+        only = stages[0] if len(stages) == 1 else None
         # the common case, on every call: no bookkeeping by name, only the stage's own order of the
         # region's inputs and outputs (``canonical_order``), None where it is the region's
         self._one_stage = (
             only is not None
-            and not self.copied
+            and not self._copied
             and sorted(p.name for p in only.inputs) == sorted(p.name for p in inputs)
             and sorted(p.name for p in only.outputs) == sorted(p.name for p in outputs)
         )
@@ -259,21 +275,30 @@ class FusionRunner:
         if only is not None and self._one_stage:
             self._input_order = _permutation([p.name for p in inputs], [p.name for p in only.inputs])
             self._output_order = _permutation([p.name for p in only.outputs], [p.name for p in outputs])
+        self._stages = stages
+        return stages
+
+    def __getstate__(self) -> dict:
+        # kept on disk (core/disk_cache.py) planned, so that a warm process does not plan again
+        if self._stages is None:
+            self._plan()
+        return self.__dict__
 
     @property
     def definitions(self) -> dict[tuple, Any]:
-        return {key: fd for stage in self.stages for key, fd in stage.definitions.items()}
+        return {key: fd for stage in self._stages or () for key, fd in stage.definitions.items()}
 
     def __call__(self, *tensors: torch.Tensor) -> tuple:
+        stages = self._plan() if self._stages is None else self._stages
         if self._one_stage:
             if self._input_order is not None:
                 tensors = tuple(tensors[i] for i in self._input_order)
-            results = self.stages[0](list(tensors))
+            results = stages[0](list(tensors))
             if self._output_order is not None:
                 return tuple(results[i] for i in self._output_order)
             return tuple(results)
         values = {p.name: t for p, t in zip(self.inputs, tensors)}
-        for index, stage in enumerate(self.stages):
+        for index, stage in enumerate(stages):
             try:
                 results = stage([values[p.name] for p in stage.inputs])
             except Exception as error:
@@ -287,10 +312,10 @@ class FusionRunner:
                     ) from error
                 raise
             values.update((p.name, t) for p, t in zip(stage.outputs, results))
-        if self.copied:
+        if self._copied:
             _copy_all(
-                [values[destination.name] for _, destination in self.copied],
-                [values[value.name] for value, _ in self.copied],
+                [values[destination.name] for _, destination in self._copied],
+                [values[value.name] for value, _ in self._copied],
             )
         return tuple(values[p.name] for p in self.outputs)
 
