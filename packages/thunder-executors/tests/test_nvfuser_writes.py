@@ -259,6 +259,26 @@ def test_a_pointwise_update_without_broadcasts_is_written_by_its_kernel() -> Non
     assert not _top_level_copies(jitted)
 
 
+def test_a_region_replaced_by_its_writing_version_is_never_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fuse`` makes a runner, ``write_inputs`` replaces it by one that writes ``x``: only the runner
+    that runs plans its stages (on first use, or when the disk cache stores it)."""
+    planned: list[FusionRunner] = []
+    plan = FusionRunner._plan
+
+    def counted(runner: FusionRunner) -> list:
+        planned.append(runner)
+        return plan(runner)
+
+    monkeypatch.setattr(FusionRunner, "_plan", counted)
+    x, y = torch.randn(8, 16, device=DEVICE), torch.randn(8, 16, device=DEVICE)
+    jitted = _jit(pointwise_update)
+    for _ in range(2):
+        _call(jitted, x.clone(), y)
+    runners = [r for _, r in _runners(jitted)]
+    assert runners and all(r.writes for r in runners)
+    assert {id(r) for r in planned} == {id(r) for r in runners}, len(planned)
+
+
 def two_counters(s1: torch.Tensor, s2: torch.Tensor) -> None:
     s1.add_(1)
     s2.add_(2)
