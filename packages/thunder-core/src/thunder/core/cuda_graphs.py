@@ -51,7 +51,7 @@ import operator
 import threading
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -173,7 +173,7 @@ class _Captured:
         spec: Any,
         copied: list[int],
         lends: bool = True,
-        saved: tuple[list, list] = ([], []),
+        saved: tuple[Sequence, Sequence] = ((), ()),
     ):
         self.graph, self.outputs, self.spec = graph, outputs, spec
         self.copied = [(i, static_inputs[i]) for i in copied]  # the graph's own buffers, filled per replay
@@ -245,7 +245,7 @@ def _handoff_key(tensor: torch.Tensor) -> tuple:
     return (tensor.data_ptr(), tensor.dtype, tensor.shape, tensor.stride())
 
 
-def _handoff(outputs: list[Any], lent: _LentOutputs, saved: tuple[list, list]) -> dict[tuple, int]:
+def _handoff(outputs: list[Any], lent: _LentOutputs, saved: tuple[Sequence, Sequence]) -> dict[tuple, int]:
     """The lent outputs among the forward's saved activations that only its backward reads
     (``saved``: those and the forward's other outputs), with no storage in common with an output the
     caller gets: handoff key -> output index."""
@@ -279,7 +279,7 @@ def _forward_to_share_with(args: tuple) -> _Captured | None:
     return found
 
 
-def _describe(tensor: torch.Tensor | _LentTensor) -> str:
+def _describe(tensor: _LentTensor) -> str:
     return f"{'x'.join(map(str, tensor.shape)) or 'scalar'} {tensor.dtype}"
 
 
