@@ -13,6 +13,7 @@ from thunder.core import pipeline
 from thunder.core.direct_frontend import direct_frontend
 from thunder.core.executor import OperatorExecutor, get_executor, register_executor, resolve_executors
 from thunder.core.fusion_fallback import ExecutorFallbackWarning
+from thunder.core.symbol import make_composite
 from thunder.core.transforms.claim_executors import UnclaimedSymbolError
 
 
@@ -93,6 +94,51 @@ def test_fusion_regions_group_by_data_dependence_across_unfused_work() -> None:
     torch.testing.assert_close(m, torch.nn.functional.linear(b, b))
     assert len(fuser.fused_regions) == 1
     assert [b.symbol.name for b in fuser.fused_regions[0]] == ["sin", "exp", "add"]
+
+
+_SIN_PLUS_ONE = make_composite("sin_plus_one_for_test", lambda a: ltorch.add(ltorch.sin(a), 1.0), module="test")
+
+
+def _kernel_executor(name: str, *, beats_fusion: bool, defers_to_fusion: bool = False) -> OperatorExecutor:
+    """An operator executor whose kernel for ``_SIN_PLUS_ONE`` takes 2-D inputs only."""
+    kernel = OperatorExecutor(name)
+    operator = kernel.register_operator("sin_plus_one", fn=lambda a: torch.sin(a) + 1.0, like=_SIN_PLUS_ONE)
+    kernel.register_implementation(
+        _SIN_PLUS_ONE,
+        operator,
+        checker=lambda a: a.ndim == 2,
+        beats_fusion=beats_fusion,
+        defers_to_fusion=defers_to_fusion,
+    )
+    return kernel
+
+
+@pytest.mark.parametrize("beats_fusion", [True, False])
+def test_a_kernel_that_beats_fusion_runs_where_its_checker_accepts(beats_fusion: bool) -> None:
+    fuser = PythonFusionExecutor()
+    kernel = _kernel_executor(f"kernel_beats_{beats_fusion}", beats_fusion=beats_fusion)
+    jitted = _jit(lambda a: _SIN_PLUS_ONE(a) * 2.0, [fuser, kernel, make_prims_executor()])
+    for shape in ((3, 4), (2, 3, 4)):  # the checker accepts the first only
+        a = torch.randn(shape)
+        torch.testing.assert_close(jitted(a), (torch.sin(a) + 1.0) * 2.0)
+        execution = str(pipeline.compile_stats(jitted).last_traces[-1])
+        by_kernel = beats_fusion and len(shape) == 2
+        assert ("sin_plus_one(" in execution) == by_kernel, execution
+        assert ("prims.sin" in execution) == (not by_kernel), execution
+
+
+def test_an_operator_executor_listed_before_the_fusion_executor_keeps_its_claim() -> None:
+    first, second = _kernel_executor("first_kernel", beats_fusion=False), PythonFusionExecutor()
+    jitted = _jit(lambda a: _SIN_PLUS_ONE(a), [first, second, make_prims_executor()])
+    a = torch.randn(3, 4)
+    torch.testing.assert_close(jitted(a), torch.sin(a) + 1.0)
+    assert "sin_plus_one(" in str(pipeline.compile_stats(jitted).last_traces[-1])
+    assert not second.fused_regions
+
+
+def test_an_implementation_cannot_both_defer_to_fusion_and_beat_it() -> None:
+    with pytest.raises(ValueError, match="not both"):
+        _kernel_executor("confused_kernel", beats_fusion=True, defers_to_fusion=True)
 
 
 def test_fusion_regions_never_form_a_cycle() -> None:

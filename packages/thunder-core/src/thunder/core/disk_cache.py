@@ -392,7 +392,8 @@ def _executor_description(executor: Any, modules: set[str]) -> tuple:
     implementations = getattr(executor, "implementations", {})
     table = tuple(
         (symbol_id, getattr(i.operator, "id", None), _function_name(getattr(i.operator, "fn", None), modules),
-         _function_name(i.checker, modules), _function_name(i.execution_transform, modules), i.defers_to_fusion)
+         _function_name(i.checker, modules), _function_name(i.execution_transform, modules), i.defers_to_fusion,
+         i.beats_fusion)
         for symbol_id, i in sorted(implementations.items())
     )  # fmt: skip
     settings = tuple(

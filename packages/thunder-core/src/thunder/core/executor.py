@@ -74,6 +74,7 @@ class Implementation:
     checker: Callable[..., bool]
     execution_transform: Callable[..., Any] | None
     defers_to_fusion: bool = False  # a fusion executor earlier in the list takes the decomposition
+    beats_fusion: bool = False  # a fusion executor earlier in the list leaves the symbol to the operator
 
 
 def to_torch_value(x: Any) -> Any:
@@ -135,22 +136,35 @@ class OperatorExecutor(Executor):
         checker: Callable[..., bool] = _always,
         execution_transform: Callable[..., Any] | None = None,
         defers_to_fusion: bool = False,
+        beats_fusion: bool = False,
     ) -> None:
         """Claim ``symbol``: run it as ``operator`` (same arguments) or as what ``execution_transform`` traces.
 
         ``defers_to_fusion``: when a fusion executor listed before this one can fuse part of the
         symbol's decomposition, leave the symbol decomposed for it (the operator is a convenience,
         not faster than fusing, e.g. a layer norm made of elementwise work and reductions).
+        ``beats_fusion``: the opposite: where ``checker`` accepts a call, a fusion executor listed
+        before this one leaves it to the operator instead of fusing its decomposition (a library
+        kernel that runs about as fast as a fused one and costs no compile, e.g. PyTorch's RMS-norm
+        backward against nvFuser's seconds for an inner-outer persistent kernel).
         """
         if (operator is None) == (execution_transform is None):
             raise ValueError("give exactly one of an operator and an execution_transform")
+        if defers_to_fusion and beats_fusion:
+            raise ValueError("an implementation defers to fusion or beats it, not both")
         self.implementations[symbol.id] = Implementation(
-            operator, checker, execution_transform, defers_to_fusion
+            operator, checker, execution_transform, defers_to_fusion, beats_fusion
         )
 
     def defers_to_fusion(self, bound_symbol: BoundSymbol) -> bool:
         implementation = self.implementations.get(bound_symbol.symbol.id)
         return implementation is not None and implementation.defers_to_fusion
+
+    def beats_fusion(self, bound_symbol: BoundSymbol) -> bool:
+        """Whether this executor's implementation of ``bound_symbol`` is to run even where a fusion
+        executor comes first (where it can execute it: ``can_execute``)."""
+        implementation = self.implementations.get(bound_symbol.symbol.id)
+        return implementation is not None and implementation.beats_fusion
 
     def can_execute(self, bound_symbol: BoundSymbol) -> bool:
         if bound_symbol.symbol.executor is self:

@@ -65,6 +65,7 @@ from thunder.core.transforms.program_remat import rematerialize_program
 from thunder.core.transforms.query_groups import fold_query_groups
 from thunder.core.transforms.reinplace import reinplace
 from thunder.core.transforms.remat import fused_recomputable, rematerialize, view_recomputable
+from thunder.core.transforms.rms_norms import rms_norms_as_symbols
 
 __all__ = [
     "Frontend",
@@ -302,10 +303,12 @@ def transform_with_autograd(
     traces = [computation]
     for user_transform in trace_transforms(compile_data.transforms):
         traces.append(user_transform(traces[-1]))
-    # before the split: the attention then differentiates as flash's, the loss computes its gradients
+    # before the split: the attention then differentiates as flash's, an RMS norm as one kernel's, the
+    # loss computes its gradients
     _transform_if_changed(traces, stats, "causal attention", use_causal_attention)
     _transform_if_changed(traces, stats, "query groups as rows", fold_query_groups)
     _transform_if_changed(traces, stats, "additive attention masks", additive_attention_masks)
+    _transform_if_changed(traces, stats, "rms norms as one symbol", rms_norms_as_symbols)
     _transform_if_changed(traces, stats, "fuse linear cross entropy", fuse_linear_cross_entropy)
     start = time.perf_counter()
     split = split_forward_backward(traces[-1])

@@ -34,6 +34,7 @@ from thunder.torch.linalg import (
 from thunder.torch.normalization import (
     batch_norm, batch_norm_running_stats, cdist, cosine_similarity, group_norm, instance_norm, layer_norm,
     layer_norm_backward, layer_norm_with_statistics, local_response_norm, native_group_norm, native_layer_norm, normalize, pairwise_distance, pdist, rms_norm,
+    rms_norm_backward, rms_norm_with_rstd,
 )  # fmt: skip
 from thunder.torch.convolution import (
     conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,

@@ -151,13 +151,38 @@ def _param_grad(values: TensorProxy, dims: Sequence[int], param: TensorProxy | N
 def rms_norm(input: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None = None,
              eps: float | None = None) -> TensorProxy:  # fmt: skip
     normalized = _check_normalized_shape("rms_norm", input, normalized_shape, weight)
-    x = to_dtype(input, computation_dtype(input.dtype))
-    dims = tuple(range(input.ndim - len(normalized), input.ndim))
-    rrms = _rms_reciprocal(x, dims, input.dtype, eps)
-    result = ew.mul(x, rrms)
-    if weight is not None:
-        result = ew.mul(result, to_dtype(weight, result.dtype))
-    return to_dtype(result, input.dtype)
+    return rms_norm_with_rstd(input, normalized, weight, eps)[0]
+
+
+# How the weight meets the normalized row: "torch" (``F.rms_norm``) multiplies in float32 and rounds
+# once; "llama" (Hugging Face's Llama, Mistral, Qwen, ... ``weight * normalized.to(x.dtype)``, found by
+# ``core/transforms/rms_norms.py``) rounds the normalized row, then multiplies in the input's dtype.
+RMS_NORM_WEIGHTINGS = ("torch", "llama")
+
+
+def _rms_norm_with_rstd(a: TensorProxy, normalized_shape: Sequence[int], weight: TensorProxy | None,
+                        eps: float | None, weighting: str = "torch") -> tuple[TensorProxy, TensorProxy]:  # fmt: skip
+    """The RMS norm and its reciprocal root mean square (computation dtype, the normalized dims kept
+    as size 1): what ``rms_norm_backward`` reads instead of recomputing. The ops are the user's, in
+    ``weighting``'s order, so that the forward rounds as eager does."""
+    if weighting not in RMS_NORM_WEIGHTINGS:
+        raise ValueError(f"rms_norm_with_rstd's weighting is one of {RMS_NORM_WEIGHTINGS}, got {weighting!r}")
+    x = to_dtype(a, computation_dtype(a.dtype))
+    rstd = _rms_reciprocal(x, _normalized_dims(a, normalized_shape), a.dtype, eps)
+    result = ew.mul(x, rstd)
+    if weight is None:
+        return to_dtype(result, a.dtype), rstd
+    if weighting == "llama":
+        return ew.mul(to_dtype(result, a.dtype), weight), rstd
+    return to_dtype(ew.mul(result, to_dtype(weight, result.dtype)), a.dtype), rstd
+
+
+rms_norm_with_rstd = make_composite("rms_norm_with_rstd", _rms_norm_with_rstd)
+
+
+def _normalized_dims(a: TensorProxy, normalized_shape: Sequence[int]) -> tuple[int, ...]:
+    count = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    return tuple(range(a.ndim - count, a.ndim))
 
 
 def _rms_reciprocal(
@@ -168,22 +193,41 @@ def _rms_reciprocal(
     return ew.rsqrt(ew.add(reductions.mean(ew.mul(x, x), dims, keepdim=True), eps))
 
 
-@register_vjp(rms_norm)
-def _rms_norm_vjp(g: Any, a: TensorProxy, normalized_shape: Any, weight: TensorProxy | None, eps: float | None,
-                  *, out: TensorProxy) -> tuple:  # fmt: skip
-    if g is None:
-        return (None,) * 4
-    normalized = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    dims = tuple(range(a.ndim - len(normalized), a.ndim))
+def _rms_norm_backward(g: TensorProxy, a: TensorProxy, normalized_shape: Sequence[int], rstd: TensorProxy,
+                       weight: TensorProxy | None, output_mask: Sequence[bool],
+                       weighting: str = "torch") -> tuple[TensorProxy | None, TensorProxy | None]:  # fmt: skip
+    """Gradients of input and weight (``None`` where ``output_mask`` says not wanted), rounded where
+    ``weighting``'s forward rounds, as eager's autograd of those ops computes them."""
+    dims = _normalized_dims(a, normalized_shape)
     x = to_dtype(a, computation_dtype(a.dtype))
-    g = to_dtype(g, x.dtype)
-    rrms = _rms_reciprocal(x, dims, a.dtype, eps)
-    normalized_x = ew.mul(x, rrms)
-    dy = ew.mul(g, to_dtype(weight, x.dtype)) if weight is not None else g
-    mean_dy_x = reductions.mean(ew.mul(dy, normalized_x), dims, keepdim=True)
-    grad_a = ew.mul(rrms, ew.sub(dy, ew.mul(normalized_x, mean_dy_x)))
-    grad_weight = _param_grad(ew.mul(g, normalized_x), tuple(range(a.ndim - len(normalized))), weight)
-    return (to_dtype(grad_a, a.dtype), None, grad_weight, None)
+    normalized_x = ew.mul(x, rstd)
+    if weight is not None and weighting == "llama":  # d(weight * rounded) in the input's dtype
+        dy = to_dtype(ew.mul(g, weight), x.dtype)
+        weighted_g = ew.mul(g, to_dtype(normalized_x, a.dtype))
+    else:
+        g = to_dtype(g, x.dtype)
+        dy = ew.mul(g, to_dtype(weight, x.dtype)) if weight is not None else g
+        weighted_g = ew.mul(g, normalized_x)
+    grad_a = None
+    if output_mask[0]:
+        mean_dy_x = reductions.mean(ew.mul(dy, normalized_x), dims, keepdim=True)
+        grad_a = to_dtype(ew.mul(rstd, ew.sub(dy, ew.mul(normalized_x, mean_dy_x))), a.dtype)
+    batch_dims = tuple(range(a.ndim - len(dims)))
+    grad_weight = _param_grad(weighted_g, batch_dims, weight) if output_mask[1] else None
+    return grad_a, grad_weight
+
+
+rms_norm_backward = make_composite("rms_norm_backward", _rms_norm_backward)
+
+
+@register_vjp(rms_norm_with_rstd)
+def _rms_norm_with_rstd_vjp(g: Any, a: TensorProxy, normalized_shape: Any, weight: TensorProxy | None,
+                            eps: float | None, weighting: str = "torch", *, out: tuple) -> tuple:  # fmt: skip
+    if g[0] is None:  # rstd is an internal output: only the backward reads it
+        return (None,) * 5
+    output_mask = (a.requires_grad, weight is not None and weight.requires_grad)
+    grad_a, grad_weight = rms_norm_backward(g[0], a, normalized_shape, out[1], weight, output_mask, weighting)
+    return (grad_a, None, grad_weight, None, None)
 
 
 # ---------------------------------------------------------------------------------------------

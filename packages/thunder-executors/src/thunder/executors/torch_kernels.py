@@ -2,7 +2,8 @@
 
 The torch language routes training through symbol pairs whose forward returns what the backward
 needs (``attention_with_lse`` and ``attention_backward``, ``layer_norm_with_statistics`` and
-``layer_norm_backward``, ``cross_entropy_with_lse`` and ``cross_entropy_backward``,
+``layer_norm_backward``, ``rms_norm_with_rstd`` and ``rms_norm_backward``, ``cross_entropy_with_lse``
+and ``cross_entropy_backward``,
 ``gelu_backward``, ``silu_backward``, ``relu_backward``, ``dropout_backward``, ``embedding_backward``). Their decompositions are the math; here the torch executor claims them as
 single calls of the kernels PyTorch's autograd uses (flash attention, ``native_layer_norm``, ...),
 so a compiled training step launches what eager launches, or fewer kernels, instead of dozens of
@@ -32,6 +33,7 @@ __all__ = [
     "attention_backward",
     "layer_norm_with_statistics",
     "layer_norm_backward",
+    "rms_norm_backward",
     "gelu_backward",
     "silu_backward",
     "relu_backward",
@@ -68,6 +70,7 @@ def _aten(name: str) -> Callable:
 # arguments in C++ and skips the op registry's Python layers, e.g. torch.native_layer_norm 6.4 us a
 # call against 14.2 for torch.ops.aten.native_layer_norm).
 _native_layer_norm_backward = _aten("native_layer_norm_backward")
+_fused_rms_norm_backward = _aten("_fused_rms_norm_backward")
 _gelu_backward = _aten("gelu_backward")
 _silu_backward = _aten("silu_backward")
 _threshold_backward = _aten("threshold_backward")
@@ -197,6 +200,33 @@ def layer_norm_backward(
     wants_a, wants_weight, wants_bias = output_mask
     return (grad_a if wants_a else None, grad_weight if wants_weight else None,
             grad_bias if wants_bias else None)  # fmt: skip
+
+
+def rms_norm_backward(
+    g: torch.Tensor, a: torch.Tensor, normalized_shape: Sequence[int], rstd: torch.Tensor, weight: torch.Tensor | None,
+    output_mask: Sequence[bool], weighting: str = "torch",
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:  # fmt: skip
+    """PyTorch's fused RMS-norm backward (CUDA only). Both weightings: the kernel computes
+    ``grad * weight`` and the weight's gradient in float32 (Llama's eager autograd rounds the product
+    and the normalized row to the input's dtype first; ``_rms_norm_backward_on_cuda``)."""
+    grad_a, grad_weight = _fused_rms_norm_backward(g, a, normalized_shape, rstd, weight, output_mask)
+    wants_a, wants_weight = output_mask
+    return (grad_a if wants_a else None, grad_weight if wants_weight else None)
+
+
+def _rms_norm_backward_on_cuda(
+    g: TensorProxy, a: TensorProxy, normalized_shape: Sequence[int], rstd: TensorProxy, weight: TensorProxy | None,
+    output_mask: Sequence[bool], weighting: str = "torch",
+) -> bool:  # fmt: skip
+    """CUDA tensors of one floating dtype (the kernel's weight has the input's) and float32 statistics."""
+    dtype = a.dtype.torch_dtype
+    return (
+        a.device.type == "cuda"
+        and dtype in (*_HALF, torch.float32)
+        and g.dtype == a.dtype
+        and (weight is None or weight.dtype == a.dtype)
+        and rstd.dtype.torch_dtype == torch.float32
+    )
 
 
 def gelu_backward(g: torch.Tensor, a: torch.Tensor, approximate: str) -> torch.Tensor:
@@ -331,11 +361,20 @@ def _claim_cross_entropy(executor: OperatorExecutor) -> None:
 
 def register_torch_kernels(executor: OperatorExecutor) -> None:
     def claim(
-        symbol: Any, fn: Callable, checker: Callable[..., bool] | None = None, *, fusible: bool = True
+        symbol: Any,
+        fn: Callable,
+        checker: Callable[..., bool] | None = None,
+        *,
+        fusible: bool = True,
+        beats_fusion: bool = False,
     ) -> None:
         operator = executor.register_operator(fn.__name__, fn=fn, like=symbol)
         executor.register_implementation(
-            symbol, operator, checker=checker or (lambda *args, **kwargs: True), defers_to_fusion=fusible
+            symbol,
+            operator,
+            checker=checker or (lambda *args, **kwargs: True),
+            defers_to_fusion=fusible and not beats_fusion,
+            beats_fusion=beats_fusion,
         )
 
     # flash attention beats any fusion of attention's math; the others are elementwise work and
@@ -349,6 +388,9 @@ def register_torch_kernels(executor: OperatorExecutor) -> None:
     )
     claim(ltorch.layer_norm_with_statistics, layer_norm_with_statistics)
     claim(ltorch.layer_norm_backward, layer_norm_backward)
+    # nvFuser takes seconds to compile an RMS norm's backward (an inner-outer persistent kernel, with
+    # the residual gradient it joins); PyTorch's kernel needs none (core/transforms/rms_norms.py)
+    claim(ltorch.rms_norm_backward, rms_norm_backward, _rms_norm_backward_on_cuda, beats_fusion=True)
     claim(ltorch.gelu_backward, gelu_backward)
     claim(ltorch.silu_backward, silu_backward)
     claim(ltorch.relu_backward, relu_backward)

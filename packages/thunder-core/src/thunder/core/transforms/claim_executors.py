@@ -100,6 +100,9 @@ def _claim(
 ) -> list[tuple[BoundSymbol, FusionExecutor | None]]:
     if bound_symbol.symbol in _STRUCTURAL or "python" in bound_symbol.symbol.tags:  # runs as printed
         return [(bound_symbol, None)]
+    kernel = _kernel_over_fusion(bound_symbol, executors)
+    if kernel is not None:
+        return [(lowered, None) for lowered in kernel.lower(bound_symbol)]
     for position, executor in enumerate(executors):
         if not executor.can_execute(bound_symbol):
             continue
@@ -126,6 +129,8 @@ def fused_by(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> bool:
     before the executors run, since only fused work is cheap to recompute."""
     if reads_symbols(bound_symbol):
         return False  # ``claim_executors`` gives it to the operator executors
+    if _kernel_over_fusion(bound_symbol, executors) is not None:
+        return False
     for position, executor in enumerate(executors):
         if not executor.can_execute(bound_symbol):
             continue
@@ -151,6 +156,21 @@ def reads_symbols(bound_symbol: BoundSymbol) -> bool:
 
 
 _SYMBOLIC_NUMBERS = frozenset({"SymInt", "SymFloat", "SymBool"})
+
+
+def _kernel_over_fusion(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> OperatorExecutor | None:
+    """The operator executor whose kernel for ``bound_symbol`` beats fusing it
+    (``register_implementation``'s ``beats_fusion``), when a fusion executor comes before it and no
+    other operator executor does that claims the symbol; else None (the list's order decides)."""
+    if not any(isinstance(e, FusionExecutor) for e in executors):
+        return None
+    seen_fusion = False
+    for executor in executors:
+        if isinstance(executor, FusionExecutor):
+            seen_fusion = True
+        elif isinstance(executor, OperatorExecutor) and executor.can_execute(bound_symbol):
+            return executor if seen_fusion and executor.beats_fusion(bound_symbol) else None
+    return None
 
 
 def _fusion_takes_part(bound_symbol: BoundSymbol, earlier: Sequence[Executor]) -> bool:

@@ -1,0 +1,154 @@
+"""Hugging Face's RMS norm, written op for op, is differentiated as one symbol (core/transforms/rms_norms.py).
+
+Each case calls one jitted module several times with new inputs and compares its output and
+gradients with eager's. On the CPU the backward symbol runs its decomposition, which rounds where
+eager's autograd rounds; on CUDA with a fusion executor first, PyTorch's fused kernel runs it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import thunder
+
+
+class LlamaRMSNorm(torch.nn.Module):
+    """Hugging Face's ``LlamaRMSNorm.forward``, as transformers writes it."""
+
+    def __init__(self, size: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+class Block(torch.nn.Module):
+    """A residual connection around a normed linear, as in a decoder layer."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.norm = LlamaRMSNorm(size)
+        self.linear = torch.nn.Linear(size, size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.linear(self.norm(x))
+
+
+class VarianceToo(LlamaRMSNorm):
+    """A norm whose variance is also returned: its ops stay as written."""
+
+    def forward(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        normalized = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * normalized.to(hidden_states.dtype), variance
+
+
+_TOLERANCE = {torch.float32: {}, torch.bfloat16: {"atol": 2e-2, "rtol": 2e-2}}
+
+
+def _randomized(module: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    module = module.to(dtype)
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.uniform_(0.5, 1.5)
+    return module
+
+
+def _grads(module: torch.nn.Module, output: torch.Tensor, x: torch.Tensor, g: torch.Tensor) -> list:
+    wanted = [t for t in (x, *module.parameters()) if t.requires_grad]
+    return list(torch.autograd.grad(output, wanted, g))
+
+
+def _check_calls(module: torch.nn.Module, dtype: torch.dtype, x_requires_grad: bool = True) -> thunder.ThunderModule:
+    jitted = thunder.jit(module)
+    for call in range(3):
+        x = (torch.randn(2, 5 + call % 2, 32, dtype=dtype) * (call + 1)).requires_grad_(x_requires_grad)
+        g = torch.randn(x.shape, dtype=dtype)
+        out, expected = jitted(x), module(x)
+        torch.testing.assert_close(out, expected, **_TOLERANCE[dtype])
+        for got, want in zip(_grads(module, out, x, g), _grads(module, expected, x, g)):
+            torch.testing.assert_close(got, want, **_TOLERANCE[dtype])
+    return jitted
+
+
+def _differentiated_as_one_symbol(jitted: thunder.ThunderModule) -> bool:
+    forward = thunder.last_traces(jitted)
+    return any("rms_norm_with_rstd" in str(t) for t in forward) and "RMS norms as one symbol" in "".join(
+        str(t) for t in forward
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_llama_norm_matches_eager_over_calls_and_is_one_symbol(dtype: torch.dtype) -> None:
+    jitted = _check_calls(_randomized(LlamaRMSNorm(32), dtype), dtype)
+    assert _differentiated_as_one_symbol(jitted)
+    backward = str(thunder.last_backward_traces(jitted)[0])
+    assert "rms_norm_backward" in backward and "rsqrt" not in backward  # rstd is read, not recomputed
+
+
+def test_norm_inside_a_residual_block_matches_eager() -> None:
+    jitted = _check_calls(_randomized(Block(32), torch.float32), torch.float32)
+    assert _differentiated_as_one_symbol(jitted)
+
+
+def test_only_the_weight_or_only_the_input_requires_grad() -> None:
+    _check_calls(_randomized(LlamaRMSNorm(32), torch.float32), torch.float32, x_requires_grad=False)
+    frozen = _randomized(LlamaRMSNorm(32), torch.float32)
+    frozen.weight.requires_grad_(False)
+    _check_calls(frozen, torch.float32)
+
+
+def test_a_norm_whose_variance_is_read_elsewhere_keeps_its_ops() -> None:
+    module = _randomized(VarianceToo(32), torch.float32)
+    jitted = thunder.jit(module)
+    for call in range(2):
+        x = torch.randn(3, 32, requires_grad=True)
+        g = torch.randn(3, 32)
+        (out, variance), (expected, expected_variance) = jitted(x), module(x)
+        torch.testing.assert_close(out, expected)
+        torch.testing.assert_close(variance, expected_variance)
+        got = torch.autograd.grad((out, variance), (x, module.weight), (g, torch.ones_like(variance)))
+        want = torch.autograd.grad((expected, expected_variance), (x, module.weight), (g, torch.ones_like(variance)))
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b)
+    assert not _differentiated_as_one_symbol(jitted)
+
+
+def test_f_rms_norm_matches_eager_with_and_without_weight() -> None:
+    def normed(x: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+        return torch.nn.functional.rms_norm(x, (16,), weight, 1e-6) * 2
+
+    jitted = thunder.jit(normed)
+    for call, with_weight in enumerate((True, True, False)):
+        x = torch.randn(4, 16, requires_grad=True)
+        weight = torch.rand(16, requires_grad=True) + 0.5 if with_weight else None
+        g = torch.randn(4, 16)
+        out, expected = jitted(x, weight), normed(x, weight)
+        torch.testing.assert_close(out, expected)
+        inputs = (x,) if weight is None else (x, weight)
+        for a, b in zip(torch.autograd.grad(out, inputs, g), torch.autograd.grad(expected, inputs, g)):
+            torch.testing.assert_close(a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="PyTorch's fused RMS-norm backward is CUDA-only")
+def test_on_cuda_pytorchs_fused_backward_runs_it_beside_the_fusion_executor() -> None:
+    module = _randomized(Block(256), torch.bfloat16).cuda()
+    jitted = thunder.jit(module)
+    for call in range(3):
+        x = torch.randn(4, 64, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        g = torch.randn_like(x)
+        out, expected = jitted(x), module(x)
+        torch.testing.assert_close(out, expected, **_TOLERANCE[torch.bfloat16])
+        for got, want in zip(_grads(module, out, x, g), _grads(module, expected, x, g)):
+            torch.testing.assert_close(got, want, atol=5e-2, rtol=2e-2)
+    backward = str(thunder.last_backward_traces(jitted)[-1])
+    assert "rms_norm_backward(" in backward, backward
