@@ -7,6 +7,8 @@ eager's autograd rounds; on CUDA with a fusion executor first, PyTorch's fused k
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -67,7 +69,9 @@ def _grads(module: torch.nn.Module, output: torch.Tensor, x: torch.Tensor, g: to
     return list(torch.autograd.grad(output, wanted, g))
 
 
-def _check_calls(module: torch.nn.Module, dtype: torch.dtype, x_requires_grad: bool = True) -> thunder.ThunderModule:
+def _check_calls(
+    module: torch.nn.Module, dtype: torch.dtype, x_requires_grad: bool = True
+) -> thunder.ThunderModule:
     jitted = thunder.jit(module)
     for call in range(3):
         x = (torch.randn(2, 5 + call % 2, 32, dtype=dtype) * (call + 1)).requires_grad_(x_requires_grad)
@@ -109,14 +113,16 @@ def test_only_the_weight_or_only_the_input_requires_grad() -> None:
 def test_a_norm_whose_variance_is_read_elsewhere_keeps_its_ops() -> None:
     module = _randomized(VarianceToo(32), torch.float32)
     jitted = thunder.jit(module)
-    for call in range(2):
+    for _ in range(2):
         x = torch.randn(3, 32, requires_grad=True)
         g = torch.randn(3, 32)
         (out, variance), (expected, expected_variance) = jitted(x), module(x)
         torch.testing.assert_close(out, expected)
         torch.testing.assert_close(variance, expected_variance)
         got = torch.autograd.grad((out, variance), (x, module.weight), (g, torch.ones_like(variance)))
-        want = torch.autograd.grad((expected, expected_variance), (x, module.weight), (g, torch.ones_like(variance)))
+        want = torch.autograd.grad(
+            (expected, expected_variance), (x, module.weight), (g, torch.ones_like(variance))
+        )
         for a, b in zip(got, want):
             torch.testing.assert_close(a, b)
     assert not _differentiated_as_one_symbol(jitted)
@@ -127,7 +133,7 @@ def test_f_rms_norm_matches_eager_with_and_without_weight() -> None:
         return torch.nn.functional.rms_norm(x, (16,), weight, 1e-6) * 2
 
     jitted = thunder.jit(normed)
-    for call, with_weight in enumerate((True, True, False)):
+    for with_weight in (True, True, False):
         x = torch.randn(4, 16, requires_grad=True)
         weight = torch.rand(16, requires_grad=True) + 0.5 if with_weight else None
         g = torch.randn(4, 16)
@@ -141,14 +147,20 @@ def test_f_rms_norm_matches_eager_with_and_without_weight() -> None:
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="PyTorch's fused RMS-norm backward is CUDA-only")
 def test_on_cuda_pytorchs_fused_backward_runs_it_beside_the_fusion_executor() -> None:
+    """bf16 gradients summed over 512 rows differ from eager's by a few units in the last place (the
+    kernel rounds once, eager's autograd after each op): both are measured against float64's."""
     module = _randomized(Block(256), torch.bfloat16).cuda()
+    exact_module = copy.deepcopy(module).double()
     jitted = thunder.jit(module)
-    for call in range(3):
-        x = torch.randn(4, 64, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    for _ in range(3):
+        x = torch.randn(4, 128, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         g = torch.randn_like(x)
-        out, expected = jitted(x), module(x)
+        exact_x = x.detach().double().requires_grad_()
+        out, expected, exact = jitted(x), module(x), exact_module(exact_x)
         torch.testing.assert_close(out, expected, **_TOLERANCE[torch.bfloat16])
-        for got, want in zip(_grads(module, out, x, g), _grads(module, expected, x, g)):
-            torch.testing.assert_close(got, want, atol=5e-2, rtol=2e-2)
+        exact_grads = _grads(exact_module, exact, exact_x, g.double())
+        for got, want, truth in zip(_grads(module, out, x, g), _grads(module, expected, x, g), exact_grads):
+            error, eager_error = ((t.double() - truth).abs().max().item() for t in (got, want))
+            assert error <= 2 * eager_error + 1e-3 * truth.abs().max().item(), (error, eager_error)
     backward = str(thunder.last_backward_traces(jitted)[-1])
     assert "rms_norm_backward(" in backward, backward
