@@ -144,11 +144,18 @@ def test_f_rms_norm_matches_eager_with_and_without_weight() -> None:
             torch.testing.assert_close(a, b)
 
 
+def _assert_as_close_as_eager(got: torch.Tensor, eager: torch.Tensor, exact: torch.Tensor) -> None:
+    """``got`` is at most twice as far from float64's ``exact`` as eager's result is (plus a hair)."""
+    error, eager_error = ((t.double() - exact).abs().max().item() for t in (got, eager))
+    assert error <= 2 * eager_error + 1e-3 * exact.abs().max().item(), (error, eager_error)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="PyTorch's fused RMS-norm backward is CUDA-only")
 def test_on_cuda_pytorchs_fused_backward_runs_it_beside_the_fusion_executor() -> None:
-    """bf16 gradients summed over 512 rows differ from eager's by a few units in the last place (the
-    kernel rounds once, eager's autograd after each op): both are measured against float64's."""
+    """bf16 results of 256-wide sums differ from eager's by a unit in the last place here and there
+    (the kernel rounds once, eager's autograd after each op; the matmuls' own orders): both are
+    measured against float64's."""
     module = _randomized(Block(256), torch.bfloat16).cuda()
     exact_module = copy.deepcopy(module).double()
     jitted = thunder.jit(module)
@@ -157,10 +164,9 @@ def test_on_cuda_pytorchs_fused_backward_runs_it_beside_the_fusion_executor() ->
         g = torch.randn_like(x)
         exact_x = x.detach().double().requires_grad_()
         out, expected, exact = jitted(x), module(x), exact_module(exact_x)
-        torch.testing.assert_close(out, expected, **_TOLERANCE[torch.bfloat16])
+        _assert_as_close_as_eager(out, expected, exact)
         exact_grads = _grads(exact_module, exact, exact_x, g.double())
         for got, want, truth in zip(_grads(module, out, x, g), _grads(module, expected, x, g), exact_grads):
-            error, eager_error = ((t.double() - truth).abs().max().item() for t in (got, want))
-            assert error <= 2 * eager_error + 1e-3 * truth.abs().max().item(), (error, eager_error)
+            _assert_as_close_as_eager(got, want, truth)
     backward = str(thunder.last_backward_traces(jitted)[-1])
     assert "rms_norm_backward(" in backward, backward
