@@ -10,7 +10,7 @@ tests=(
   tests/integration/{test_hf_generation_gpu,test_decode_attention,test_cse,test_returned_values_of_updates}.py
   tests/integration/{test_reinplace,test_symbolic_shapes,test_gradients_dropped_before_the_step}.py
   tests/integration/{test_mutable_c_containers,test_requires_grad_parity,test_aliasing_of_returned_views}.py
-  tests/integration/{test_layout_dependent_views,test_writes_through_eager_aliases,test_region_moves}.py
+  tests/integration/{test_layout_dependent_views,test_writes_through_eager_aliases,test_region_moves,test_rms_norm_symbol}.py
   packages/thunder-executors/tests/{test_fusion_training,test_torch_kernels,test_torchex_direct}.py
   packages/thunder-executors/tests/{test_gemv,test_gemv_rms_norm,test_gated_gemv,test_decode_attention_kernel}.py
   packages/thunder-executors/tests/{test_nvfuser,test_nvfuser_regions,test_nvfuser_writes}.py

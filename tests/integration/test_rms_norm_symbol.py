@@ -144,6 +144,55 @@ def test_f_rms_norm_matches_eager_with_and_without_weight() -> None:
             torch.testing.assert_close(a, b)
 
 
+def _whole_step_of(module: torch.nn.Module, optimizer: torch.optim.Optimizer):
+    def step(x: torch.Tensor) -> torch.Tensor:
+        loss = module(x).square().mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss
+
+    return step
+
+
+def test_a_whole_step_with_backward_inside_differentiates_the_norm_as_one_symbol() -> None:
+    module = _randomized(Block(32), torch.float32)
+    reference = copy.deepcopy(module)
+    jitted = thunder.jit(_whole_step_of(module, torch.optim.AdamW(module.parameters(), lr=0.01)))
+    eager = _whole_step_of(reference, torch.optim.AdamW(reference.parameters(), lr=0.01))
+    for _ in range(4):
+        x = torch.randn(3, 5, 32)
+        torch.testing.assert_close(jitted(x), eager(x).detach())
+        for p, q in zip(module.parameters(), reference.parameters()):
+            torch.testing.assert_close(p, q)
+    assert any("rms_norm_with_rstd" in str(t) for t in thunder.last_traces(jitted))
+
+
+def test_a_norm_value_read_after_an_inner_backward_is_still_computed() -> None:
+    """The program so far becomes one symbol at ``loss.backward()``; what the program reads later of
+    the norm's ops (here its variance) must still exist."""
+    norm = _randomized(LlamaRMSNorm(16), torch.float32)
+    reference = copy.deepcopy(norm)
+
+    def step_of(module: LlamaRMSNorm):
+        def step(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            h = x.to(torch.float32)
+            variance = h.pow(2).mean(-1, keepdim=True)
+            row = module.weight * (h * torch.rsqrt(variance + module.variance_epsilon)).to(x.dtype)
+            row.square().sum().backward()
+            return row.detach(), variance * 2
+
+        return step
+
+    jitted, eager = thunder.jit(step_of(norm)), step_of(reference)
+    for _ in range(2):
+        x = torch.randn(4, 16)
+        for got, want in zip(jitted(x), eager(x)):
+            torch.testing.assert_close(got, want)
+        torch.testing.assert_close(norm.weight.grad, reference.weight.grad)
+    assert any("rms_norm_with_rstd" in str(t) for t in thunder.last_traces(jitted))
+
+
 def _assert_as_close_as_eager(got: torch.Tensor, eager: torch.Tensor, exact: torch.Tensor) -> None:
     """``got`` is at most twice as far from float64's ``exact`` as eager's result is (plus a hair)."""
     error, eager_error = ((t.double() - exact).abs().max().item() for t in (got, eager))

@@ -96,7 +96,9 @@ def test_fusion_regions_group_by_data_dependence_across_unfused_work() -> None:
     assert [b.symbol.name for b in fuser.fused_regions[0]] == ["sin", "exp", "add"]
 
 
-_SIN_PLUS_ONE = make_composite("sin_plus_one_for_test", lambda a: ltorch.add(ltorch.sin(a), 1.0), module="test")
+_SIN_PLUS_ONE = make_composite(
+    "sin_plus_one_for_test", lambda a: ltorch.add(ltorch.sin(a), 1.0), module="test"
+)
 
 
 def _kernel_executor(name: str, *, beats_fusion: bool, defers_to_fusion: bool = False) -> OperatorExecutor:

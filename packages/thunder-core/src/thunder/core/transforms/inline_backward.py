@@ -106,12 +106,19 @@ def record_backward(
 def _rewrite_for_backward(trace: Trace) -> None:
     """The rewrites the autograd path makes before it differentiates, on the program recorded so
     far: constant causal masks become flash attention's ``is_causal`` (whose backward needs no
-    mask), and a linear + cross entropy becomes the fused loss computing its gradients in chunks
-    (the logits' gradient is never a whole float32 tensor: 3.3 GiB for GPT-2 at 16 x 1024)."""
+    mask), Hugging Face's RMS norms become one symbol (whose backward is one kernel), and a linear +
+    cross entropy becomes the fused loss computing its gradients in chunks (the logits' gradient is
+    never a whole float32 tensor: 3.3 GiB for GPT-2 at 16 x 1024)."""
     from thunder.core.transforms.causal_attention import use_causal_attention
     from thunder.core.transforms.fuse_linear_cross_entropy import fuse_linear_cross_entropy
+    from thunder.core.transforms.rms_norms import rms_norms_as_symbols
 
-    for rewrite in (use_causal_attention, functools.partial(fuse_linear_cross_entropy, keep_logits=True)):
+    rewrites = (
+        use_causal_attention,
+        rms_norms_as_symbols,
+        functools.partial(fuse_linear_cross_entropy, keep_logits=True),
+    )
+    for rewrite in rewrites:
         rewritten = rewrite(trace)
         if rewritten is not trace:
             trace.bound_symbols[:] = rewritten.bound_symbols  # in place: the trace records into this list

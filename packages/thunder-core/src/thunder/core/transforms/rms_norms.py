@@ -15,9 +15,11 @@ reciprocal root mean square the backward reads. Only the backward rounds differe
 kernel runs it: it computes ``grad * weight`` in float32, where eager's autograd rounds that product
 to the input's dtype first.
 
-Only norms whose intermediate values nothing else reads (identity conversions aside), with Llama's
-weighting; Gemma's ``1 + weight`` stays op for op. Run only when the trace is differentiated (the
-symbol exists for its backward); inference keeps the ops for ``fold_rms_norms.py``.
+Only norms whose intermediate values nothing else reads (identity conversions aside; else the
+symbol would compute the norm a second time), with Llama's weighting; Gemma's ``1 + weight`` stays
+op for op. Run only where the trace is differentiated (the symbol exists for its backward): before
+the autograd split, and on the program so far at an inlined ``loss.backward()``
+(``inline_backward.py``); inference keeps the ops for ``fold_rms_norms.py``.
 """
 
 from __future__ import annotations
@@ -34,33 +36,37 @@ _LAST_OPS = frozenset({"ltorch.mul"})  # what makes a Llama-style norm's row
 
 
 def rms_norms_as_symbols(trace: Trace) -> Trace:
-    """``trace`` with each Llama-style RMS norm as one ``rms_norm_with_rstd``, or ``trace`` itself."""
+    """``trace`` with each Llama-style RMS norm's row made by one ``rms_norm_with_rstd``, or ``trace``
+    itself. The norm's other ops stay, unread: dead-code elimination drops them, and a program that
+    reads one later (after an inlined ``loss.backward()``, where this runs on the program so far)
+    still finds it."""
     made = producers(trace.bound_symbols)
     readers = _readers(trace.bound_symbols)
-    replaced: dict[int, list[BoundSymbol]] = {}  # id of a norm's last op -> the symbol computing its row
-    dropped: set[int] = set()
     new = from_trace(trace, "RMS norms as one symbol (transforms/rms_norms.py)")
     new.mutations = trace.mutations
+    changed = False
     for bound_symbol in trace.bound_symbols:
-        if bound_symbol.symbol.id not in _LAST_OPS or id(bound_symbol) in dropped:
-            continue
-        row = bound_symbol.output
-        norm = match_rms_norm(row, made) if isinstance(row, TensorProxy) else None
-        if norm is None or norm.style != "llama" or len({b.grad_enabled for b in norm.ops}) != 1:
-            continue
-        removable = removable_ops(norm, row.name, readers)
-        if removable is None or removable & (dropped | replaced.keys()):
-            continue
-        replaced[id(bound_symbol)] = _as_symbol(new, norm, bound_symbol)
-        dropped |= removable - {id(bound_symbol)}
-    if not replaced:
-        return trace
-    for bound_symbol in trace.bound_symbols:
-        if id(bound_symbol) in replaced:
-            new.bound_symbols.extend(replaced[id(bound_symbol)])
-        elif id(bound_symbol) not in dropped:
+        norm = _norm_made_by(bound_symbol, made, readers)
+        if norm is None:
             new.bound_symbols.append(bound_symbol)
-    return new
+            continue
+        new.bound_symbols.extend(_as_symbol(new, norm, bound_symbol))
+        changed = True
+    return new if changed else trace
+
+
+def _norm_made_by(
+    bound_symbol: BoundSymbol, made: dict[str, BoundSymbol], readers: dict[str, list[BoundSymbol]]
+) -> RmsNorm | None:
+    """The Llama-style norm whose row ``bound_symbol`` makes, when nothing else reads its intermediate
+    values (else the symbol would compute the norm a second time) and its ops share one grad mode."""
+    row = bound_symbol.output
+    if bound_symbol.symbol.id not in _LAST_OPS or not isinstance(row, TensorProxy):
+        return None
+    norm = match_rms_norm(row, made)
+    if norm is None or norm.style != "llama" or len({b.grad_enabled for b in norm.ops}) != 1:
+        return None
+    return norm if removable_ops(norm, row.name, readers) is not None else None
 
 
 def _readers(bound_symbols: list[BoundSymbol]) -> dict[str, list[BoundSymbol]]:
