@@ -88,10 +88,12 @@ def test_training_with_moved_parts_matches_eager(workload: str, monkeypatch: pyt
 
 
 def test_llama_backward_regions_launch_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without the moves, the RMSNorm and SwiGLU product recomputed for the weight gradients sat in
-    regions they share no tensor with (a launch each), and the rotary backwards of q and k were two
-    regions; with them, only the output head's weight gradient (a rank-2 output beside rank-3 work,
-    nvFuser's low-rank rule) is a stage of its own."""
+    """Without the moves, the SwiGLU product recomputed for the weight gradients sat in a region it
+    shares no tensor with (a launch per layer), and the rotary backwards of q and k were two regions;
+    with them, only the output head's weight gradient (a rank-2 output beside rank-3 work, nvFuser's
+    low-rank rule) is a stage of its own. (The RMSNorms recomputed likewise made a third launch per
+    layer until each became one symbol whose backward reads the saved statistics:
+    core/transforms/rms_norms.py.)"""
     model, inputs = _model("llama", monkeypatch)
     _, _, runners = _train(copy.deepcopy(model), inputs)
     assert sum(len(r.stages) for r in runners) == len(runners) + 1
@@ -99,7 +101,7 @@ def test_llama_backward_regions_launch_once(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(claim_executors, "move_parts_between_regions", lambda *args: None)
     _, _, unmoved = _train(copy.deepcopy(model), inputs)
     assert len(unmoved) > len(runners)
-    assert sum(len(r.stages) for r in unmoved) >= sum(len(r.stages) for r in runners) + 2 * 3
+    assert sum(len(r.stages) for r in unmoved) >= sum(len(r.stages) for r in runners) + 2 * 2
 
 
 @pytest.mark.parametrize("workload", ["llama", "gpt"])

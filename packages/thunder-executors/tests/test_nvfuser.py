@@ -76,7 +76,8 @@ def test_fusions_match_eager_forward_and_backward(name: str, dtype: torch.dtype)
     ):
         _assert_close_to_eager(a, e, x, dtype)
     for trace in (thunder.last_traces(jitted)[-1], thunder.last_backward_traces(jitted)[-1]):
-        assert "nvFusion0(" in str(trace)
+        # or PyTorch's RMS-norm backward, which runs beside nvFuser (torch_kernels.py: beats_fusion)
+        assert "nvFusion0(" in str(trace) or "= rms_norm_backward(" in str(trace), trace
         for region in (b for b in trace.bound_symbols if b.symbol.name.startswith("nvFusion")):
             # a region that failed in nvFuser would have run on torch (core/fusion_fallback.py)
             assert getattr(region.symbol.fn, "error", None) is None, region.symbol.fn.error
