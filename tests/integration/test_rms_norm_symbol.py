@@ -98,6 +98,22 @@ def test_llama_norm_matches_eager_over_calls_and_is_one_symbol(dtype: torch.dtyp
     assert "rms_norm_backward" in backward and "rsqrt" not in backward  # rstd is read, not recomputed
 
 
+def test_a_float64_input_is_normalized_in_float32_as_the_user_wrote() -> None:
+    """``hidden_states.to(torch.float32)`` of a float64 input: eager computes the norm in float32; so
+    must the symbol (a float64 computation would be a different, if closer, answer)."""
+    module = _randomized(LlamaRMSNorm(32), torch.float64)
+    jitted = thunder.jit(module)
+    for _ in range(2):
+        x = torch.randn(3, 32, dtype=torch.float64, requires_grad=True)
+        g = torch.randn(3, 32, dtype=torch.float64)
+        out, expected = jitted(x), module(x)
+        torch.testing.assert_close(out, expected, rtol=0, atol=0)
+        for got, want in zip(_grads(module, out, x, g), _grads(module, expected, x, g)):
+            torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+            assert got.dtype == want.dtype
+    assert _differentiated_as_one_symbol(jitted)
+
+
 def test_norm_inside_a_residual_block_matches_eager() -> None:
     jitted = _check_calls(_randomized(Block(32), torch.float32), torch.float32)
     assert _differentiated_as_one_symbol(jitted)

@@ -167,7 +167,7 @@ def _rms_norm_with_rstd(a: TensorProxy, normalized_shape: Sequence[int], weight:
     ``weighting``'s order, so that the forward rounds as eager does."""
     if weighting not in RMS_NORM_WEIGHTINGS:
         raise ValueError(f"rms_norm_with_rstd's weighting is one of {RMS_NORM_WEIGHTINGS}, got {weighting!r}")
-    x = to_dtype(a, computation_dtype(a.dtype))
+    x = to_dtype(a, _rms_computation_dtype(a, weighting))
     rstd = _rms_reciprocal(x, _normalized_dims(a, normalized_shape), a.dtype, eps)
     result = ew.mul(x, rstd)
     if weight is None:
@@ -178,6 +178,12 @@ def _rms_norm_with_rstd(a: TensorProxy, normalized_shape: Sequence[int], weight:
 
 
 rms_norm_with_rstd = make_composite("rms_norm_with_rstd", _rms_norm_with_rstd)
+
+
+def _rms_computation_dtype(a: TensorProxy, weighting: str) -> dtypes.dtype:
+    """Llama's norm computes in float32 whatever the input (``x.to(torch.float32)``, a float64 input
+    included); ``F.rms_norm`` in float32 for half precision, else in the input's dtype."""
+    return dtypes.float32 if weighting == "llama" else computation_dtype(a.dtype)
 
 
 def _normalized_dims(a: TensorProxy, normalized_shape: Sequence[int]) -> tuple[int, ...]:
@@ -199,7 +205,7 @@ def _rms_norm_backward(g: TensorProxy, a: TensorProxy, normalized_shape: Sequenc
     """Gradients of input and weight (``None`` where ``output_mask`` says not wanted), rounded where
     ``weighting``'s forward rounds, as eager's autograd of those ops computes them."""
     dims = _normalized_dims(a, normalized_shape)
-    x = to_dtype(a, computation_dtype(a.dtype))
+    x = to_dtype(a, _rms_computation_dtype(a, weighting))
     normalized_x = ew.mul(x, rstd)
     if weight is not None and weighting == "llama":  # d(weight * rounded) in the input's dtype
         dy = to_dtype(ew.mul(g, weight), x.dtype)
