@@ -13,6 +13,7 @@ from thunder.core.executor import (
 )
 from thunder.executors import torchex
 from thunder.executors.gemv import executor as triton_gemv_executor
+from thunder.executors.norms import executor as triton_norms_executor
 from thunder.executors.nvfuser import executor as nvfuser_executor
 from thunder.executors.torch_compile import executor as torch_compile_executor
 from thunder.executors.torchex import executor as torch_executor
@@ -23,6 +24,7 @@ __all__ = [
     "torch_executor",
     "triton_executor",
     "triton_gemv_executor",
+    "triton_norms_executor",
     "nvfuser_executor",
     "torch_compile_executor",
     "list_executors",
