@@ -166,14 +166,61 @@ def test_hugging_face_rms_norm_training_through_the_executor_matches_eager() -> 
     reference = copy.deepcopy(model)
     jitted = thunder.jit(model, executors=["triton_norms"])
     for _ in range(3):
-        x = torch.randn(2, 7, 32)
+        x = torch.randn(2, 7, 32, requires_grad=True)
+        reference_x = x.detach().clone().requires_grad_()
         jitted(x).square().sum().backward()
-        reference(x).square().sum().backward()
+        reference(reference_x).square().sum().backward()
+        torch.testing.assert_close(x.grad, reference_x.grad, rtol=1e-5, atol=1e-5)
         for p, q in zip(model.parameters(), reference.parameters()):
             torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-5)
-    assert "rms_norm_backward(" in _backward_text(jitted) and "executors.norms import" in _backward_text(
-        jitted
-    )
+    backward = _backward_text(jitted)
+    assert "rms_norm_backward(" in backward and "executors.norms import" in backward
+    assert "addend=" in backward  # the residual's gradient is added in the kernel (norm_backward_adds.py)
+
+
+class LayerNormBlock(torch.nn.Module):
+    """GPT-2's pre-norm residual: ``x + mlp(ln(x))``."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(size)
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(size, 2 * size), torch.nn.GELU(), torch.nn.Linear(2 * size, size)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.mlp(self.norm(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_residual_blocks_add_their_gradient_in_the_kernel_and_match_eager(dtype: torch.dtype) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(LayerNormBlock(32), LayerNormBlock(32)).to(dtype)
+    exact_model = copy.deepcopy(model).double()
+    jitted = thunder.jit(model, executors=["triton_norms"])
+    for rows in (6, 6, 10):
+        x = torch.randn(2, rows, 32, dtype=dtype, requires_grad=True)
+        exact_x = x.detach().double().requires_grad_()
+        g = torch.randn(2, rows, 32, dtype=dtype)
+        eager_model = copy.deepcopy(model)
+        eager_x = x.detach().clone().requires_grad_()
+        jitted(x).backward(g)
+        eager_model(eager_x).backward(g)
+        exact_model(exact_x).backward(g.double())
+        _assert_as_close_as_eager(x.grad, eager_x.grad, exact_x.grad)
+        for p, e, r in zip(model.parameters(), eager_model.parameters(), exact_model.parameters()):
+            _assert_as_close_as_eager(p.grad, e.grad, r.grad)
+        model.zero_grad(set_to_none=True)
+        exact_model.zero_grad(set_to_none=True)
+    assert _backward_text(jitted).count("addend=") == 2
+
+
+def test_without_an_executor_that_takes_the_addend_the_add_stays() -> None:
+    model = LayerNormBlock(16)
+    jitted = thunder.jit(model, executors=["torch"])
+    x = torch.randn(3, 16, requires_grad=True)
+    jitted(x).sum().backward()
+    assert "addend" not in _backward_text(jitted)
 
 
 def test_a_weight_of_another_dtype_is_left_to_the_other_executors() -> None:

@@ -61,6 +61,7 @@ from thunder.core.transforms.fusion_copy_backs import copy_backs_into_fusions
 from thunder.core.transforms.group_linears import group_linears
 from thunder.core.transforms.inline_backward import ran_backward
 from thunder.core.transforms.lifetimes import insert_deletes
+from thunder.core.transforms.norm_backward_adds import fold_norm_backward_adds
 from thunder.core.transforms.program_remat import rematerialize_program
 from thunder.core.transforms.query_groups import fold_query_groups
 from thunder.core.transforms.reinplace import reinplace
@@ -205,6 +206,12 @@ def compile_computation(
         _transform_if_changed(
             traces, stats, "gated linears folded", functools.partial(fold_gated_linears, executors=executors)
         )
+    _transform_if_changed(
+        traces,
+        stats,
+        stage_prefix + "residual adds into norm backwards",
+        functools.partial(fold_norm_backward_adds, executors=compile_data.executors),
+    )
     step("executors", functools.partial(claim_executors, executors=compile_data.executors))
     step("dce after executors", dce)
     _transform_if_changed(traces, stats, stage_prefix + "copy-backs into fusions", copy_backs_into_fusions)

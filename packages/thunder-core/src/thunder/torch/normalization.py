@@ -93,8 +93,10 @@ layer_norm_with_statistics = make_composite("layer_norm_with_statistics", _layer
 
 def _layer_norm_backward(g: TensorProxy, a: TensorProxy, normalized_shape: Sequence[int], mean: TensorProxy,
                                 rstd: TensorProxy, weight: TensorProxy | None, bias: TensorProxy | None,
-                                output_mask: Sequence[bool]) -> tuple:  # fmt: skip
-    """Gradients of input, weight and bias (``None`` where ``output_mask`` says not wanted)."""
+                                output_mask: Sequence[bool], addend: TensorProxy | None = None) -> tuple:  # fmt: skip
+    """Gradients of input, weight and bias (``None`` where ``output_mask`` says not wanted); ``addend``
+    (a residual connection's other gradient, ``core/transforms/norm_backward_adds.py``) is added to
+    the input's."""
     dims = tuple(range(a.ndim - len(normalized_shape), a.ndim))
     batch_dims = tuple(range(a.ndim - len(normalized_shape)))
     x = to_dtype(a, computation_dtype(a.dtype))
@@ -104,6 +106,7 @@ def _layer_norm_backward(g: TensorProxy, a: TensorProxy, normalized_shape: Seque
     grad_a = (
         to_dtype(_normalization_input_grad(dy, normalized_x, rstd, dims), a.dtype) if output_mask[0] else None
     )
+    grad_a = _plus(addend, grad_a)
     grad_weight = _param_grad(ew.mul(g, normalized_x), batch_dims, weight) if output_mask[1] else None
     grad_bias = _param_grad(g, batch_dims, bias) if output_mask[2] else None
     return grad_a, grad_weight, grad_bias
@@ -125,6 +128,11 @@ def _layer_norm_with_statistics_vjp(g: Any, a: TensorProxy, normalized_shape: An
     )
     grads = layer_norm_backward(g[0], a, normalized_shape, mean, rstd, weight, bias, output_mask)
     return (grads[0], None, grads[1], grads[2], None)
+
+
+def _plus(addend: TensorProxy | None, grad: TensorProxy | None) -> TensorProxy | None:
+    """``addend + grad``, as autograd accumulates a residual connection's two gradients."""
+    return grad if addend is None or grad is None else ew.add(addend, grad)
 
 
 def _normalization_input_grad(
@@ -200,10 +208,11 @@ def _rms_reciprocal(
 
 
 def _rms_norm_backward(g: TensorProxy, a: TensorProxy, normalized_shape: Sequence[int], rstd: TensorProxy,
-                       weight: TensorProxy | None, output_mask: Sequence[bool],
-                       weighting: str = "torch") -> tuple[TensorProxy | None, TensorProxy | None]:  # fmt: skip
+                       weight: TensorProxy | None, output_mask: Sequence[bool], weighting: str = "torch",
+                       addend: TensorProxy | None = None) -> tuple[TensorProxy | None, TensorProxy | None]:  # fmt: skip
     """Gradients of input and weight (``None`` where ``output_mask`` says not wanted), rounded where
-    ``weighting``'s forward rounds, as eager's autograd of those ops computes them."""
+    ``weighting``'s forward rounds, as eager's autograd of those ops computes them; ``addend`` is
+    added to the input's (``core/transforms/norm_backward_adds.py``)."""
     dims = _normalized_dims(a, normalized_shape)
     x = to_dtype(a, _rms_computation_dtype(a, weighting))
     normalized_x = ew.mul(x, rstd)
@@ -217,7 +226,7 @@ def _rms_norm_backward(g: TensorProxy, a: TensorProxy, normalized_shape: Sequenc
     grad_a = None
     if output_mask[0]:
         mean_dy_x = reductions.mean(ew.mul(dy, normalized_x), dims, keepdim=True)
-        grad_a = to_dtype(ew.mul(rstd, ew.sub(dy, ew.mul(normalized_x, mean_dy_x))), a.dtype)
+        grad_a = _plus(addend, to_dtype(ew.mul(rstd, ew.sub(dy, ew.mul(normalized_x, mean_dy_x))), a.dtype))
     batch_dims = tuple(range(a.ndim - len(dims)))
     grad_weight = _param_grad(weighted_g, batch_dims, weight) if output_mask[1] else None
     return grad_a, grad_weight

@@ -54,15 +54,22 @@ executor = NormsExecutor("triton_norms")
 register_executor(executor)
 
 
-def _fits(g: Any, a: Any, normalized_shape: Any, statistics: list[Any], parameters: list[Any]) -> bool:
-    """A norm over the last dim of a tensor the kernel reads, parameters of its dtype, float32 statistics."""
+def _fits(
+    g: Any, a: Any, normalized_shape: Any, statistics: list[Any], parameters: list[Any], addend: Any = None
+) -> bool:
+    """A norm over the last dim of a tensor the kernel reads, parameters of its dtype, float32 statistics,
+    and a residual gradient to add (if any) of the input's shape and dtype."""
     if not (isinstance(a, TensorProxy) and isinstance(g, TensorProxy)) or a.dtype not in _DTYPES:
         return False
     sizes = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if len(sizes) != 1 or a.ndim == 0 or any(type(s) is not int for s in a.shape) or a.shape[-1] > MAX_WIDTH:
         return False
     device_type = "cpu" if _interpret_mode() else "cuda"
-    tensors = [g, a, *statistics, *(p for p in parameters if p is not None)]
+    if addend is not None and not (
+        isinstance(addend, TensorProxy) and (addend.shape, addend.dtype) == (a.shape, a.dtype)
+    ):
+        return False
+    tensors = [g, a, *statistics, *(t for t in (*parameters, addend) if t is not None)]
     if not all(isinstance(t, TensorProxy) and t.device.type == device_type for t in tensors):
         return False
     return (
@@ -74,13 +81,13 @@ def _fits(g: Any, a: Any, normalized_shape: Any, statistics: list[Any], paramete
 
 
 def _layer_norm_fits(g: Any, a: Any, normalized_shape: Any, mean: Any, rstd: Any, weight: Any, bias: Any,
-                     output_mask: Any) -> bool:  # fmt: skip
-    return _fits(g, a, normalized_shape, [mean, rstd], [weight, bias])
+                     output_mask: Any, addend: Any = None) -> bool:  # fmt: skip
+    return _fits(g, a, normalized_shape, [mean, rstd], [weight, bias], addend)
 
 
 def _rms_norm_fits(g: Any, a: Any, normalized_shape: Any, rstd: Any, weight: Any, output_mask: Any,
-                   weighting: str = "torch") -> bool:  # fmt: skip
-    return _fits(g, a, normalized_shape, [rstd], [weight])
+                   weighting: str = "torch", addend: Any = None) -> bool:  # fmt: skip
+    return _fits(g, a, normalized_shape, [rstd], [weight], addend)
 
 
 def layer_norm_backward(*args: Any, **kwargs: Any) -> tuple:

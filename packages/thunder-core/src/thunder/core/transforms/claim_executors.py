@@ -21,7 +21,14 @@ from thunder.core.transforms.region_graph import RegionGraph
 from thunder.core.transforms.region_moves import move_parts_between_regions
 from thunder.core.transforms.region_remat import recompute_between_regions
 
-__all__ = ["claim_executors", "operator_callable", "UnclaimedSymbolError", "fused_by", "reads_symbols"]
+__all__ = [
+    "claim_executors",
+    "operator_callable",
+    "UnclaimedSymbolError",
+    "fused_by",
+    "claiming_operator",
+    "reads_symbols",
+]
 
 _STRUCTURAL = (RETURN, DEL)
 
@@ -140,6 +147,28 @@ def fused_by(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> bool:
             )
         return isinstance(executor, FusionExecutor)
     return bool(bound_symbol.subsymbols) and all(fused_by(sub, executors) for sub in bound_symbol.subsymbols)
+
+
+def claiming_operator(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> OperatorExecutor | None:
+    """The operator executor that claiming would run ``bound_symbol`` on as one call, if one would
+    (the same order of decisions as ``_claim``); None where a fusion executor or a decomposition
+    would take it."""
+    if reads_symbols(bound_symbol) and any(isinstance(e, FusionExecutor) for e in executors):
+        executors = [e for e in executors if not isinstance(e, FusionExecutor)]
+    kernel = _kernel_over_fusion(bound_symbol, executors)
+    if kernel is not None:
+        return kernel
+    for position, executor in enumerate(executors):
+        if not executor.can_execute(bound_symbol):
+            continue
+        if isinstance(executor, OperatorExecutor):
+            if executor.defers_to_fusion(bound_symbol) and _fusion_takes_part(
+                bound_symbol, executors[:position]
+            ):
+                return None
+            return executor
+        return None
+    return None
 
 
 def reads_symbols(bound_symbol: BoundSymbol) -> bool:

@@ -13,7 +13,9 @@ input ``x`` and the saved statistics, and writes the input's gradient::
     dy    = g * weight                             (g without a weight)
     dx    = (dy - x_hat * mean(dy * x_hat) - mean(dy)) * rstd   (no mean(dy) term for an RMS norm)
 
-while it sums ``g * x_hat`` (the weight's gradient) and ``g`` (the bias's) over its rows in float32
+plus, when given, a residual connection's other gradient (``addend``: the add that follows the norm's
+backward, folded into it by thunder-core's ``transforms/norm_backward_adds.py``), while it sums
+``g * x_hat`` (the weight's gradient) and ``g`` (the bias's) over its rows in float32
 registers; one partial row per program is written, and torch sums the ``[programs, cols]`` partials.
 All math is float32; results are rounded once to their tensor's dtype (eager's CUDA kernels do the
 same; Hugging Face's Llama norm, differentiated op by op in eager, rounds ``g * weight`` first).
@@ -38,10 +40,10 @@ _TARGET_PROGRAMS = 4 * 132  # about four programs per SM of an H100/H200
 
 @triton.jit
 def _norm_backward_kernel(
-    g_ptr, x_ptr, weight_ptr, mean_ptr, rstd_ptr, dx_ptr, dweight_ptr, dbias_ptr,
+    g_ptr, x_ptr, weight_ptr, mean_ptr, rstd_ptr, addend_ptr, dx_ptr, dweight_ptr, dbias_ptr,
     rows, cols, rows_per_program,
-    HAS_MEAN: tl.constexpr, HAS_WEIGHT: tl.constexpr, WANTS_DX: tl.constexpr, WANTS_DWEIGHT: tl.constexpr,
-    WANTS_DBIAS: tl.constexpr, BLOCK: tl.constexpr,
+    HAS_MEAN: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_ADDEND: tl.constexpr, WANTS_DX: tl.constexpr,
+    WANTS_DWEIGHT: tl.constexpr, WANTS_DBIAS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
     program = tl.program_id(0)
     columns = tl.arange(0, BLOCK)
@@ -73,6 +75,8 @@ def _norm_backward_kernel(
             if HAS_MEAN:
                 correction += tl.sum(dy, axis=0) / cols
             dx = (dy - correction) * rstd
+            if HAS_ADDEND:
+                dx += tl.load(addend_ptr + offset + columns, mask=mask, other=0.0).to(tl.float32)
             tl.store(dx_ptr + offset + columns, dx.to(dx_ptr.dtype.element_ty), mask=mask)
         if WANTS_DWEIGHT:
             dweight += g * x_hat
@@ -91,9 +95,11 @@ def norm_backward(
     rstd: torch.Tensor,
     weight: torch.Tensor | None,
     wants: tuple[bool, bool, bool],
+    addend: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """The gradients of a norm over ``x``'s last dim: input, weight and bias (None where not wanted;
-    a layer norm has ``mean``, an RMS norm none). Weight and bias gradients are float32 here."""
+    a layer norm has ``mean``, an RMS norm none). Weight and bias gradients are float32 here.
+    ``addend`` (of ``x``'s shape) is added to the input's gradient before its one rounding."""
     cols = x.shape[-1]
     rows = x.numel() // cols if cols else 0
     wants_dx, wants_dweight, wants_dbias = wants
@@ -101,6 +107,7 @@ def norm_backward(
     if rows == 0 or cols == 0:
         return _empty_gradients(x, wants_dx, wants_dweight, wants_dbias)
     g, x = g.contiguous(), x.contiguous()
+    addend = addend.contiguous() if addend is not None and wants_dx else None
     rows_per_program = max(1, -(-rows // _TARGET_PROGRAMS))
     programs = -(-rows // rows_per_program)
     dx = torch.empty_like(x) if wants_dx else x  # a pointer the kernel does not write
@@ -109,8 +116,9 @@ def norm_backward(
     block = triton.next_power_of_2(cols)
     _norm_backward_kernel[(programs,)](
         g, x, weight if weight is not None else rstd, mean if mean is not None else rstd,
-        rstd.reshape(-1).contiguous(), dx, dweight, dbias, rows, cols, rows_per_program,
-        HAS_MEAN=mean is not None, HAS_WEIGHT=weight is not None, WANTS_DX=wants_dx,
+        rstd.reshape(-1).contiguous(), addend if addend is not None else rstd, dx, dweight, dbias, rows, cols,
+        rows_per_program, HAS_MEAN=mean is not None, HAS_WEIGHT=weight is not None,
+        HAS_ADDEND=addend is not None, WANTS_DX=wants_dx,
         WANTS_DWEIGHT=wants_dweight, WANTS_DBIAS=wants_dbias, BLOCK=block, num_warps=_warps(block),
     )  # fmt: skip
     return (
@@ -145,19 +153,21 @@ def _rounded(t: torch.Tensor | None, like: torch.Tensor | None) -> torch.Tensor 
 def layer_norm_backward(
     g: torch.Tensor, a: torch.Tensor, normalized_shape: Sequence[int], mean: torch.Tensor, rstd: torch.Tensor,
     weight: torch.Tensor | None, bias: torch.Tensor | None, output_mask: Sequence[bool],
+    addend: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:  # fmt: skip
     """``ltorch.layer_norm_backward``'s contract (gradients in their tensors' dtypes)."""
     wants = (bool(output_mask[0]), bool(output_mask[1]), bool(output_mask[2]) and bias is not None)
     mean = mean.reshape(-1).to(torch.float32).contiguous()
-    grad_a, grad_weight, grad_bias = norm_backward(g, a, mean, rstd.to(torch.float32), weight, wants)
+    grad_a, grad_weight, grad_bias = norm_backward(g, a, mean, rstd.to(torch.float32), weight, wants, addend)
     return grad_a, _rounded(grad_weight, weight), _rounded(grad_bias, bias)
 
 
 def rms_norm_backward(
     g: torch.Tensor, a: torch.Tensor, normalized_shape: Sequence[int], rstd: torch.Tensor,
     weight: torch.Tensor | None, output_mask: Sequence[bool], weighting: str = "torch",
+    addend: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:  # fmt: skip
     """``ltorch.rms_norm_backward``'s contract (gradients in their tensors' dtypes)."""
     wants = (bool(output_mask[0]), bool(output_mask[1]), False)
-    grad_a, grad_weight, _ = norm_backward(g, a, None, rstd.to(torch.float32), weight, wants)
+    grad_a, grad_weight, _ = norm_backward(g, a, None, rstd.to(torch.float32), weight, wants, addend)
     return grad_a, _rounded(grad_weight, weight)
