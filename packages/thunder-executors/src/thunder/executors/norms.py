@@ -8,9 +8,13 @@ a weight and bias of the input's dtype and float32 statistics. Its implementatio
 symbols, whose nvFuser kernels (inner-outer persistent) cost seconds each to compile. The kernel is
 ``triton/norm_backward.py``.
 
-Not a default executor: its speed against nvFuser's fused backward has not been measured yet (the
-kernel does not fuse the residual gradient's add that nvFuser's region takes in). Ask for it with
-``thunder.jit(model, executors=["triton_norms"])`` (``benchmarks/run.py --executors triton_norms``).
+It also takes a residual gradient to add (``addend``: thunder-core's
+``transforms/norm_backward_adds.py`` folds the add after a norm backward into it for an executor
+that accepts it), as nvFuser's region takes that add in.
+
+Not a default executor: its speed against nvFuser's fused backward has not been measured yet. Ask
+for it with ``thunder.jit(model, executors=["triton_norms"])`` (``benchmarks/run.py --executors
+triton_norms``).
 """
 
 from __future__ import annotations
