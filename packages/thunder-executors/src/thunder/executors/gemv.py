@@ -17,7 +17,6 @@ norm): the checks cost less than a launch.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Sequence
 
@@ -26,9 +25,10 @@ import torch.nn.functional as F
 
 import thunder.torch as ltorch
 from thunder.core import dtypes
-from thunder.core.executor import OperatorExecutor, register_executor, to_torch_arguments
+from thunder.core.executor import register_executor
 from thunder.core.proxies import TensorProxy
 from thunder.core.transforms.group_linears import MAX_GROUP
+from thunder.executors.triton_operator import TritonOperatorExecutor, kernel_device_type
 from thunder.torch.norm_linears import RMS_NORM_STYLES
 
 __all__ = [
@@ -45,22 +45,8 @@ __all__ = [
 _DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 
 
-def _interpret_mode() -> bool:
-    from thunder.executors.triton.cache import interpret_mode
-
-    return interpret_mode()
-
-
-class GemvExecutor(OperatorExecutor):
-    def is_available(self) -> tuple[bool, str]:
-        if importlib.util.find_spec("triton") is None:
-            return False, "triton is not installed (pip install 'thunder[triton]')"
-        if torch.cuda.is_available() or _interpret_mode():
-            return True, ""
-        return False, "no CUDA device (set TRITON_INTERPRET=1 to run Triton's interpreter on the CPU)"
-
-    def convert_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        return to_torch_arguments(args, kwargs)
+class GemvExecutor(TritonOperatorExecutor):
+    pass
 
 
 executor = GemvExecutor("triton_gemv")
@@ -71,7 +57,7 @@ def _fits(x: object, weights: Sequence[object], biases: Sequence[object]) -> boo
     """One row of a supported dtype on a device the kernel runs on, 2-D weights of its dtype."""
     if not isinstance(x, TensorProxy) or x.ndim == 0 or x.numel() != x.shape[-1] or x.dtype not in _DTYPES:
         return False
-    device_type = "cpu" if _interpret_mode() else "cuda"
+    device_type = kernel_device_type()
     tensors = [x, *weights, *(b for b in biases if b is not None)]
     if not all(
         isinstance(t, TensorProxy) and t.dtype == x.dtype and t.device.type == device_type for t in tensors
@@ -223,7 +209,7 @@ def _decode_attention_fits(
     tensors = (q, k, v)
     if any(t.ndim != 4 for t in tensors) or is_causal is not False:
         return False
-    device_type = "cpu" if _interpret_mode() else "cuda"
+    device_type = kernel_device_type()
     if any(t.dtype != q.dtype or t.device != q.device for t in tensors) or q.device.type != device_type:
         return False
     if q.dtype not in _DTYPES or any(type(n) is not int for t in tensors for n in t.shape):

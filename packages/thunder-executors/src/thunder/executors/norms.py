@@ -19,16 +19,14 @@ triton_norms``).
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from typing import Any
 
-import torch
-
 import thunder.torch as ltorch
 from thunder.core import dtypes
-from thunder.core.executor import OperatorExecutor, register_executor, to_torch_arguments
+from thunder.core.executor import register_executor
 from thunder.core.proxies import TensorProxy
+from thunder.executors.triton_operator import TritonOperatorExecutor, kernel_device_type
 
 __all__ = ["executor", "NormsExecutor", "layer_norm_backward", "rms_norm_backward"]
 
@@ -36,22 +34,8 @@ _DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 MAX_WIDTH = 16384  # as triton/norm_backward.py's (not imported: it imports triton)
 
 
-def _interpret_mode() -> bool:
-    from thunder.executors.triton.cache import interpret_mode
-
-    return interpret_mode()
-
-
-class NormsExecutor(OperatorExecutor):
-    def is_available(self) -> tuple[bool, str]:
-        if importlib.util.find_spec("triton") is None:
-            return False, "triton is not installed (pip install 'thunder[triton]')"
-        if torch.cuda.is_available() or _interpret_mode():
-            return True, ""
-        return False, "no CUDA device (set TRITON_INTERPRET=1 to run Triton's interpreter on the CPU)"
-
-    def convert_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        return to_torch_arguments(args, kwargs)
+class NormsExecutor(TritonOperatorExecutor):
+    pass
 
 
 executor = NormsExecutor("triton_norms")
@@ -68,7 +52,7 @@ def _fits(
     sizes = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if len(sizes) != 1 or a.ndim == 0 or any(type(s) is not int for s in a.shape) or a.shape[-1] > MAX_WIDTH:
         return False
-    device_type = "cpu" if _interpret_mode() else "cuda"
+    device_type = kernel_device_type()
     if addend is not None and not (
         isinstance(addend, TensorProxy) and (addend.shape, addend.dtype) == (a.shape, a.dtype)
     ):

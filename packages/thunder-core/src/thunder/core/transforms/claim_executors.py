@@ -107,20 +107,12 @@ def _claim(
 ) -> list[tuple[BoundSymbol, FusionExecutor | None]]:
     if bound_symbol.symbol in _STRUCTURAL or "python" in bound_symbol.symbol.tags:  # runs as printed
         return [(bound_symbol, None)]
-    kernel = _kernel_over_fusion(bound_symbol, executors)
-    if kernel is not None:
-        return [(lowered, None) for lowered in kernel.lower(bound_symbol)]
-    for position, executor in enumerate(executors):
-        if not executor.can_execute(bound_symbol):
-            continue
-        if isinstance(executor, OperatorExecutor):
-            if executor.defers_to_fusion(bound_symbol) and _fusion_takes_part(
-                bound_symbol, executors[:position]
-            ):
-                break  # decomposed below: the fusion executor takes the parts it can fuse
-            return [(lowered, None) for lowered in executor.lower(bound_symbol)]
-        if isinstance(executor, FusionExecutor):
-            return [(leaf, executor) for leaf in _fusible_leaves(bound_symbol, executor)]
+    claimer = _claimer(bound_symbol, executors)
+    if isinstance(claimer, OperatorExecutor):
+        return [(lowered, None) for lowered in claimer.lower(bound_symbol)]
+    if isinstance(claimer, FusionExecutor):
+        return [(leaf, claimer) for leaf in _fusible_leaves(bound_symbol, claimer)]
+    # decomposed: unclaimed, or left to a fusion executor that takes the parts it can fuse (_DEFERRED)
     if not bound_symbol.symbol.is_leaf:  # an empty decomposition returned its input: nothing to run
         return [pair for sub in bound_symbol.subsymbols for pair in _claim(sub, executors)]
     names = ", ".join(e.name for e in executors)
@@ -129,32 +121,16 @@ def _claim(
     )
 
 
-def fused_by(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> bool:
-    """Whether claiming would hand ``bound_symbol`` (or, unclaimed, all its parts) to a fusion executor.
-
-    The same order of decisions as ``_claim``, without lowering anything: rematerialization asks it
-    before the executors run, since only fused work is cheap to recompute."""
-    if reads_symbols(bound_symbol):
-        return False  # ``claim_executors`` gives it to the operator executors
-    if _kernel_over_fusion(bound_symbol, executors) is not None:
-        return False
-    for position, executor in enumerate(executors):
-        if not executor.can_execute(bound_symbol):
-            continue
-        if isinstance(executor, OperatorExecutor):
-            return executor.defers_to_fusion(bound_symbol) and _fusion_takes_part(
-                bound_symbol, executors[:position]
-            )
-        return isinstance(executor, FusionExecutor)
-    return bool(bound_symbol.subsymbols) and all(fused_by(sub, executors) for sub in bound_symbol.subsymbols)
+_DEFERRED = (
+    "deferred to fusion"  # an operator executor's implementation left decomposed for a fusion executor
+)
 
 
-def claiming_operator(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> OperatorExecutor | None:
-    """The operator executor that claiming would run ``bound_symbol`` on as one call, if one would
-    (the same order of decisions as ``_claim``); None where a fusion executor or a decomposition
-    would take it."""
-    if reads_symbols(bound_symbol) and any(isinstance(e, FusionExecutor) for e in executors):
-        executors = [e for e in executors if not isinstance(e, FusionExecutor)]
+def _claimer(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> Executor | str | None:
+    """Who takes ``bound_symbol`` whole: an operator executor (one call), a fusion executor (its
+    fusible leaves), ``_DEFERRED`` (an operator executor's implementation leaves it decomposed for
+    a fusion executor listed first, ``defers_to_fusion``), or None (nobody: decomposed). One order of
+    decisions for ``_claim``, ``fused_by`` and ``claiming_operator``."""
     kernel = _kernel_over_fusion(bound_symbol, executors)
     if kernel is not None:
         return kernel
@@ -165,10 +141,35 @@ def claiming_operator(bound_symbol: BoundSymbol, executors: Sequence[Executor]) 
             if executor.defers_to_fusion(bound_symbol) and _fusion_takes_part(
                 bound_symbol, executors[:position]
             ):
-                return None
+                return _DEFERRED
             return executor
-        return None
+        if isinstance(executor, FusionExecutor):
+            return executor
     return None
+
+
+def fused_by(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> bool:
+    """Whether claiming would hand ``bound_symbol`` (or, unclaimed, all its parts) to a fusion executor.
+
+    The same decisions as ``_claim`` (``_claimer``), without lowering anything: rematerialization asks
+    it before the executors run, since only fused work is cheap to recompute."""
+    if reads_symbols(bound_symbol):
+        return False  # ``claim_executors`` gives it to the operator executors
+    claimer = _claimer(bound_symbol, executors)
+    if claimer is None:
+        return bool(bound_symbol.subsymbols) and all(
+            fused_by(sub, executors) for sub in bound_symbol.subsymbols
+        )
+    return claimer is _DEFERRED or isinstance(claimer, FusionExecutor)
+
+
+def claiming_operator(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> OperatorExecutor | None:
+    """The operator executor that claiming would run ``bound_symbol`` on as one call, if one would
+    (``_claimer``); None where a fusion executor or a decomposition would take it."""
+    if reads_symbols(bound_symbol):  # ``claim_executors`` gives it to the operator executors
+        executors = [e for e in executors if not isinstance(e, FusionExecutor)]
+    claimer = _claimer(bound_symbol, executors)
+    return claimer if isinstance(claimer, OperatorExecutor) else None
 
 
 def reads_symbols(bound_symbol: BoundSymbol) -> bool:

@@ -51,6 +51,28 @@ def producers(bound_symbols: Sequence[BoundSymbol]) -> dict[str, BoundSymbol]:
     return made
 
 
+def readers(bound_symbols: Sequence[BoundSymbol]) -> dict[str, list[BoundSymbol]]:
+    """The bound symbols reading each proxy, in program order (once per argument naming it)."""
+    read: dict[str, list[BoundSymbol]] = {}
+    for bound_symbol in bound_symbols:
+        for proxy in bound_symbol.proxy_args():
+            read.setdefault(proxy.name, []).append(bound_symbol)
+    return read
+
+
+def with_replacements(
+    trace: Trace, new: Trace, replaced: dict[int, list[BoundSymbol]], dropped: set[int]
+) -> Trace:
+    """``new`` holding ``trace``'s bound symbols, each replaced by ``replaced[id(it)]`` where given and
+    left out where its id is in ``dropped``: how a fold writes its result."""
+    for bound_symbol in trace.bound_symbols:
+        if id(bound_symbol) in replaced:
+            new.bound_symbols.extend(replaced[id(bound_symbol)])
+        elif id(bound_symbol) not in dropped:
+            new.bound_symbols.append(bound_symbol)
+    return new
+
+
 def on_scalars(bound_symbol: BoundSymbol) -> bool:
     """Whether ``bound_symbol`` makes 0-dim tensors from 0-dim tensors (or from numbers) alone: an
     optimizer's step counter and the bias corrections and step sizes made from it."""

@@ -21,7 +21,7 @@ from thunder.core.executor import Executor
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
-from thunder.core.transforms.common import rename_outputs
+from thunder.core.transforms.common import rename_outputs, with_replacements
 
 __all__ = ["fold_gated_linears"]
 
@@ -53,12 +53,7 @@ def fold_gated_linears(trace: Trace, executors: Sequence[Executor]) -> Trace:
             dropped |= {id(activation), id(product)}
     if not replaced:
         return trace
-    for bound_symbol in trace.bound_symbols:
-        if id(bound_symbol) in replaced:
-            new.bound_symbols.extend(replaced[id(bound_symbol)])
-        elif id(bound_symbol) not in dropped:
-            new.bound_symbols.append(bound_symbol)
-    return new
+    return with_replacements(trace, new, replaced, dropped)
 
 
 def _claimer(executors: Sequence[Executor]) -> Executor | None:

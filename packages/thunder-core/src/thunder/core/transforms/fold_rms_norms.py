@@ -33,7 +33,7 @@ from thunder.core.executor import Executor
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
-from thunder.core.transforms.common import producers, rename_outputs
+from thunder.core.transforms.common import producers, readers, rename_outputs, with_replacements
 from thunder.core.transforms.rms_norm_pattern import (
     RmsNorm,
     call_arguments,
@@ -57,7 +57,7 @@ def fold_rms_norms(trace: Trace, executors: Sequence[Executor]) -> Trace:
     if claimer is None:
         return trace
     made = producers(trace.bound_symbols)
-    readers = _readers(trace.bound_symbols)
+    read_by = readers(trace.bound_symbols)
     norms: dict[str, RmsNorm] = {}  # normalized row -> its norm
     linears_of: dict[str, list[BoundSymbol]] = {}
     for bound_symbol in trace.bound_symbols:
@@ -76,11 +76,11 @@ def fold_rms_norms(trace: Trace, executors: Sequence[Executor]) -> Trace:
     new = from_trace(trace, "RMS norms folded into one-row linears (transforms/fold_rms_norms.py)")
     new.mutations = trace.mutations
     for row_name, norm in norms.items():
-        removable = removable_ops(norm, row_name, readers, {id(b) for b in linears_of[row_name]})
+        removable = removable_ops(norm, row_name, read_by, {id(b) for b in linears_of[row_name]})
         last = max(position[id(b)] for b in linears_of[row_name])
         if removable is None or _writes_between(trace, min(position[id(b)] for b in norm.ops), last):
             continue
-        addition = _residual_add(norm, linears_of[row_name], made, readers, removable, position)
+        addition = _residual_add(norm, linears_of[row_name], made, read_by, removable, position)
         if addition is not None and not _writes_between(trace, position[id(addition[0])], last):
             add, identities = addition
             folded = _folded(new, norm, linears_of[row_name][0], add)
@@ -94,12 +94,7 @@ def fold_rms_norms(trace: Trace, executors: Sequence[Executor]) -> Trace:
             dropped |= removable
     if not replaced:
         return trace
-    for bound_symbol in trace.bound_symbols:
-        if id(bound_symbol) in replaced:
-            new.bound_symbols.extend(replaced[id(bound_symbol)])
-        elif id(bound_symbol) not in dropped:
-            new.bound_symbols.append(bound_symbol)
-    return new
+    return with_replacements(trace, new, replaced, dropped)
 
 
 def _residual_add(
@@ -151,14 +146,6 @@ def _claimer(executors: Sequence[Executor]) -> Executor | None:
         if _LINEAR in implementations or _LINEARS in implementations:
             return None
     return None
-
-
-def _readers(bound_symbols: Sequence[BoundSymbol]) -> dict[str, list[BoundSymbol]]:
-    readers: dict[str, list[BoundSymbol]] = {}
-    for bound_symbol in bound_symbols:
-        for proxy in bound_symbol.proxy_args():
-            readers.setdefault(proxy.name, []).append(bound_symbol)
-    return readers
 
 
 def _one_row_input(bound_symbol: BoundSymbol) -> TensorProxy | None:

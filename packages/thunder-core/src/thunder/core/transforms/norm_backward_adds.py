@@ -24,7 +24,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
 from thunder.core.transforms.claim_executors import claiming_operator
-from thunder.core.transforms.common import producers, rename_outputs
+from thunder.core.transforms.common import producers, readers, rename_outputs, with_replacements
 
 __all__ = ["fold_norm_backward_adds"]
 
@@ -38,16 +38,13 @@ def fold_norm_backward_adds(trace: Trace, executors: Sequence[Executor]) -> Trac
         return trace
     made = producers(trace.bound_symbols)
     position = {id(b): i for i, b in enumerate(trace.bound_symbols)}
-    readers: dict[str, int] = {}
-    for bound_symbol in trace.bound_symbols:
-        for proxy in bound_symbol.proxy_args():
-            readers[proxy.name] = readers.get(proxy.name, 0) + 1
+    read_by = readers(trace.bound_symbols)
     new = from_trace(trace, "Residual adds folded into norm backwards (transforms/norm_backward_adds.py)")
     new.mutations = trace.mutations
     replaced: dict[int, list[BoundSymbol]] = {}  # id of a norm backward -> its folded version
     dropped: set[int] = set()  # the adds folded
     for add in trace.bound_symbols:
-        found = _foldable(add, made, position, readers) if add.symbol.id in _ADDS else None
+        found = _foldable(add, made, position, read_by) if add.symbol.id in _ADDS else None
         if found is None:
             continue
         norm, residual = found
@@ -60,16 +57,14 @@ def fold_norm_backward_adds(trace: Trace, executors: Sequence[Executor]) -> Trac
         dropped.add(id(add))
     if not replaced:
         return trace
-    for bound_symbol in trace.bound_symbols:
-        if id(bound_symbol) in replaced:
-            new.bound_symbols.extend(replaced[id(bound_symbol)])
-        elif id(bound_symbol) not in dropped:
-            new.bound_symbols.append(bound_symbol)
-    return new
+    return with_replacements(trace, new, replaced, dropped)
 
 
 def _foldable(
-    add: BoundSymbol, made: dict[str, BoundSymbol], position: dict[int, int], readers: dict[str, int]
+    add: BoundSymbol,
+    made: dict[str, BoundSymbol],
+    position: dict[int, int],
+    read_by: dict[str, list[BoundSymbol]],
 ) -> tuple[BoundSymbol, TensorProxy] | None:
     """The norm backward whose input gradient ``add`` sums with a residual gradient, and that residual."""
     if len(add.args) != 2 or add.kwargs or not all(isinstance(a, TensorProxy) for a in add.args):
@@ -79,7 +74,7 @@ def _foldable(
         if norm is None or norm.symbol.id not in _NORM_BACKWARDS or norm.kwargs.get("addend") is not None:
             continue
         outputs = norm.output if isinstance(norm.output, (tuple, list)) else (norm.output,)
-        if not outputs or outputs[0] is not grad or readers.get(grad.name) != 1 or grad is residual:
+        if not outputs or outputs[0] is not grad or len(read_by.get(grad.name, [])) != 1 or grad is residual:
             continue
         if (residual.shape, residual.dtype, residual.device) != (grad.shape, grad.dtype, grad.device):
             continue

@@ -27,7 +27,7 @@ from __future__ import annotations
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import Trace, from_trace, tracectx
-from thunder.core.transforms.common import producers, rename_outputs
+from thunder.core.transforms.common import producers, readers, rename_outputs
 from thunder.core.transforms.rms_norm_pattern import RmsNorm, match_rms_norm, removable_ops
 
 __all__ = ["rms_norms_as_symbols"]
@@ -41,12 +41,12 @@ def rms_norms_as_symbols(trace: Trace) -> Trace:
     reads one later (after an inlined ``loss.backward()``, where this runs on the program so far)
     still finds it."""
     made = producers(trace.bound_symbols)
-    readers = _readers(trace.bound_symbols)
+    read_by = readers(trace.bound_symbols)
     new = from_trace(trace, "RMS norms as one symbol (transforms/rms_norms.py)")
     new.mutations = trace.mutations
     changed = False
     for bound_symbol in trace.bound_symbols:
-        norm = _norm_made_by(bound_symbol, made, readers)
+        norm = _norm_made_by(bound_symbol, made, read_by)
         if norm is None:
             new.bound_symbols.append(bound_symbol)
             continue
@@ -56,7 +56,7 @@ def rms_norms_as_symbols(trace: Trace) -> Trace:
 
 
 def _norm_made_by(
-    bound_symbol: BoundSymbol, made: dict[str, BoundSymbol], readers: dict[str, list[BoundSymbol]]
+    bound_symbol: BoundSymbol, made: dict[str, BoundSymbol], read_by: dict[str, list[BoundSymbol]]
 ) -> RmsNorm | None:
     """The Llama-style norm whose row ``bound_symbol`` makes, when nothing else reads its intermediate
     values (else the symbol would compute the norm a second time) and its ops share one grad mode."""
@@ -66,15 +66,7 @@ def _norm_made_by(
     norm = match_rms_norm(row, made)
     if norm is None or norm.style != "llama" or len({b.grad_enabled for b in norm.ops}) != 1:
         return None
-    return norm if removable_ops(norm, row.name, readers) is not None else None
-
-
-def _readers(bound_symbols: list[BoundSymbol]) -> dict[str, list[BoundSymbol]]:
-    readers: dict[str, list[BoundSymbol]] = {}
-    for bound_symbol in bound_symbols:
-        for proxy in bound_symbol.proxy_args():
-            readers.setdefault(proxy.name, []).append(bound_symbol)
-    return readers
+    return norm if removable_ops(norm, row.name, read_by) is not None else None
 
 
 def _as_symbol(new: Trace, norm: RmsNorm, last: BoundSymbol) -> list[BoundSymbol]:
