@@ -114,6 +114,23 @@ def test_a_float64_input_is_normalized_in_float32_as_the_user_wrote() -> None:
     assert _differentiated_as_one_symbol(jitted)
 
 
+def test_products_that_are_no_norm_differentiate_as_before() -> None:
+    """Every multiplication is asked whether it ends a norm: 0-dim operands and results among them
+    (a scalar times a tensor, two scalars) raised IndexError once."""
+
+    def products(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return (a * b).sum() * c + (c * c) * b.mean()
+
+    jitted = thunder.jit(products)
+    for size in (3, 4):
+        inputs = [torch.randn(()), torch.randn(size), torch.randn(())]
+        a, b, c = (t.requires_grad_() for t in inputs)
+        out, expected = jitted(a, b, c), products(a, b, c)
+        torch.testing.assert_close(out, expected)
+        for got, want in zip(torch.autograd.grad(out, (a, b, c)), torch.autograd.grad(expected, (a, b, c))):
+            torch.testing.assert_close(got, want)
+
+
 def test_norm_inside_a_residual_block_matches_eager() -> None:
     jitted = _check_calls(_randomized(Block(32), torch.float32), torch.float32)
     assert _differentiated_as_one_symbol(jitted)

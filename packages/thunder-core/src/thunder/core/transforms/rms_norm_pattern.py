@@ -75,7 +75,11 @@ def is_identity_conversion(bound_symbol: BoundSymbol) -> bool:
 
 
 def match_rms_norm(row: TensorProxy, made: dict[str, BoundSymbol]) -> RmsNorm | None:
-    """The RMS norm that computes ``row``, if ``row`` is one (the first style that matches)."""
+    """The RMS norm that computes ``row``, if ``row`` is one (the first style that matches). Only a
+    row of static sizes with a last dim: a 0-dim product is no norm, and symbolic sizes are not
+    compared here."""
+    if row.ndim == 0 or any(type(size) is not int for size in row.shape):
+        return None
     reshape = made.get(row.name)
     if (
         reshape is not None
