@@ -191,7 +191,6 @@ def layer_norm_with_statistics(
 def layer_norm_backward(
     g: torch.Tensor, a: torch.Tensor, normalized_shape: Sequence[int], mean: torch.Tensor, rstd: torch.Tensor,
     weight: torch.Tensor | None, bias: torch.Tensor | None, output_mask: Sequence[bool],
-    addend: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:  # fmt: skip
     if not a.is_cuda:  # PyTorch's CPU kernel keeps the statistics in the input's dtype
         mean, rstd = _to(mean, a.dtype), _to(rstd, a.dtype)
@@ -199,30 +198,26 @@ def layer_norm_backward(
         g, a, normalized_shape, mean, rstd, weight, bias, output_mask
     )
     wants_a, wants_weight, wants_bias = output_mask
-    return (_plus(addend, grad_a) if wants_a else None, grad_weight if wants_weight else None,
+    return (grad_a if wants_a else None, grad_weight if wants_weight else None,
             grad_bias if wants_bias else None)  # fmt: skip
 
 
-def _plus(addend: torch.Tensor | None, grad: torch.Tensor) -> torch.Tensor:
-    return grad if addend is None else torch.add(addend, grad)
-
-
 def _without_addend(*args: object, addend: object = None, **kwargs: object) -> bool:
-    """The kernels here add no residual gradient of their own: a folded add
-    (``core/transforms/norm_backward_adds.py``) is left to an executor that fuses it."""
+    """The kernels here add no residual gradient of their own (their functions take no ``addend``): a
+    folded add (``core/transforms/norm_backward_adds.py``) is left to an executor that fuses it."""
     return addend is None
 
 
 def rms_norm_backward(
     g: torch.Tensor, a: torch.Tensor, normalized_shape: Sequence[int], rstd: torch.Tensor, weight: torch.Tensor | None,
-    output_mask: Sequence[bool], weighting: str = "torch", addend: torch.Tensor | None = None,
+    output_mask: Sequence[bool], weighting: str = "torch",
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:  # fmt: skip
     """PyTorch's fused RMS-norm backward (CUDA only). Both weightings: the kernel computes
     ``grad * weight`` and the weight's gradient in float32 (Llama's eager autograd rounds the product
     and the normalized row to the input's dtype first; ``_rms_norm_backward_on_cuda``)."""
     grad_a, grad_weight = _fused_rms_norm_backward(g, a, normalized_shape, rstd, weight, output_mask)
     wants_a, wants_weight = output_mask
-    return (_plus(addend, grad_a) if wants_a else None, grad_weight if wants_weight else None)
+    return (grad_a if wants_a else None, grad_weight if wants_weight else None)
 
 
 def _rms_norm_backward_on_cuda(

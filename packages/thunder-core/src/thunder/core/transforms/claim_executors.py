@@ -121,9 +121,8 @@ def _claim(
     )
 
 
-_DEFERRED = (
-    "deferred to fusion"  # an operator executor's implementation left decomposed for a fusion executor
-)
+# an operator executor's implementation left decomposed for a fusion executor listed first
+_DEFERRED = "deferred to fusion"
 
 
 def _claimer(bound_symbol: BoundSymbol, executors: Sequence[Executor]) -> Executor | str | None:
@@ -192,6 +191,9 @@ def _kernel_over_fusion(bound_symbol: BoundSymbol, executors: Sequence[Executor]
     """The operator executor whose kernel for ``bound_symbol`` beats fusing it
     (``register_implementation``'s ``beats_fusion``), when a fusion executor comes before it and no
     other operator executor does that claims the symbol; else None (the list's order decides)."""
+    # a dict lookup per executor first: the checkers run only for a symbol some kernel is marked for
+    if not any(isinstance(e, OperatorExecutor) and e.beats_fusion(bound_symbol) for e in executors):
+        return None
     if not any(isinstance(e, FusionExecutor) for e in executors):
         return None
     seen_fusion = False
